@@ -1,0 +1,211 @@
+"""Per file: read -> decode -> pre-filter -> parse -> semantic model -> one walk -> findings.
+
+Every face (CLI, flake8 plugin, pre-commit hook, reporters) goes through `Linter`.
+"""
+from __future__ import annotations
+
+import ast
+import fnmatch
+import gc
+import os
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type
+
+from . import noqa
+from .config import Settings
+from .fileio import SourceError, SourceFile, decode_source, read_source
+from .registry import PARSE_ERROR_CODE, code_matches
+from .rule import Finding, Rule, Severity
+from .semantic import FileContext
+from .walker import Walker, trigger_lines
+
+NPU_HINTS = ("torch_npu", "mindspore", "mindformers", "mindspeed", "hccl", "Npu", "npu'", 'npu"', "npu:", ".npu(")
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    source: Optional[SourceFile] = None
+
+
+def error_finding(path: str, reason: str, line: int = 1, col: int = 1) -> Finding:
+    return Finding(path, line, col, line, col, PARSE_ERROR_CODE, "unreadable-file", reason, Severity.ERROR)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Parsing allocates many objects that are not cyclic garbage: keep the cyclic GC out of it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def parse(text: str, path: str) -> ast.Module:
+    """ast.parse with every failure turned into SourceError (position when known)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        msg = exc.msg or "invalid syntax"
+        if "Missing parentheses in call to 'print'" in msg or ("except" in (exc.text or "") and "," in (exc.text or "")
+                                                              and "multiple exception types" in msg):
+            msg += " (this looks like Python 2 code, which is not supported)"
+        line, col = exc.lineno or 1, exc.offset or 1
+        raise SourceError(f"syntax error: {msg}", line, max(col, 1)) from None
+    except (RecursionError, MemoryError):
+        raise SourceError("too deeply nested for the Python parser (RecursionError/MemoryError)") from None
+    except ValueError as exc:
+        raise SourceError(f"cannot parse: {exc}") from None
+
+
+class Linter:
+    """Lints sources with a fixed set of enabled rules and settings."""
+
+    def __init__(self, rules: Sequence[Type[Rule]], settings: Settings) -> None:
+        self.rules = list(rules)
+        self.settings = settings
+        self._root = os.path.abspath(settings.project_root)
+
+    # --------------------------------------------------------------- entry points
+    def lint_path(self, path: str) -> FileResult:
+        try:
+            source = read_source(path)
+        except SourceError as exc:
+            return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])
+        return self.lint_source(source)
+
+    def lint_bytes(self, raw: bytes, path: str) -> FileResult:
+        try:
+            text, encoding = decode_source(raw)
+        except SourceError as exc:
+            return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])
+        return self.lint_source(SourceFile(path, raw, text, encoding))
+
+    def lint_source(self, source: SourceFile, tree: Optional[ast.Module] = None) -> FileResult:
+        result = FileResult(source.path, source=source)
+        try:
+            result.findings = self.check(source.text, source.path, tree)
+        except SourceError as exc:
+            result.findings = [error_finding(source.path, exc.reason, exc.line, exc.col)]
+        return result
+
+    # ------------------------------------------------------------------- core
+    def rules_for(self, path: str) -> List[Type[Rule]]:
+        ignored = self.ignored_codes(path)
+        if not ignored:
+            return self.rules
+        return [r for r in self.rules if not code_matches(r.code, ignored)]
+
+    def ignored_codes(self, path: str) -> List[str]:
+        if not self.settings.per_file_ignores:
+            return []
+        rel = _relative(path, self._root)
+        base = os.path.basename(path)
+        codes: List[str] = []
+        for pattern, pattern_codes in self.settings.per_file_ignores.items():
+            if _glob_match(rel, base, pattern):
+                codes.extend(pattern_codes)
+        return codes
+
+    def check(self, text: str, path: str, tree: Optional[ast.Module] = None) -> List[Finding]:
+        """Findings for one decoded source (noqa applied); raises SourceError if it does not parse."""
+        rules = self.rules_for(path)
+        if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
+            rules = [r for r in rules if not r.npu_context]
+        rules = [r for r in rules if not r.triggers or any(t in text for t in r.triggers)]
+        if not rules:
+            if tree is None:  # still report files that do not parse
+                with _gc_paused():
+                    parse(text, path)
+            return []
+        if tree is None:
+            with _gc_paused():
+                tree = parse(text, path)
+        ctx = FileContext(path, text, tree, self.settings.target)
+        instances = []
+        for rule in rules:
+            if rule.npu_context and not ctx.npu:
+                continue
+            if rule.silent_when_auto_migrated and ctx.auto_migrated:
+                continue
+            instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
+        if not instances:
+            return []
+        table: Dict[type, list] = {}
+        triggers: List[str] = []
+        prune = True
+        for inst in instances:
+            if inst.triggers:
+                triggers.extend(inst.triggers)
+            else:
+                prune = False
+            for name in inst.handler_names():
+                node_type = getattr(ast, name[len("visit_"):], None)
+                if node_type is not None:
+                    table.setdefault(node_type, []).append(getattr(inst, name))
+        hit_lines = trigger_lines(text, sorted(set(triggers))) if prune else None
+        try:
+            Walker(ctx, table, hit_lines).run()
+        except RecursionError:
+            raise SourceError("too deeply nested to analyse (RecursionError)") from None
+        findings: List[Finding] = []
+        for inst in instances:
+            inst.end_file()
+            findings.extend(inst.findings)
+        findings = noqa.filter_findings(findings, ctx.lines, text)
+        findings.sort(key=Finding.sort_key)
+        return _dedupe(findings)
+
+
+def _dedupe(findings: List[Finding]) -> List[Finding]:
+    out: List[Finding] = []
+    seen = set()
+    for f in findings:
+        key = (f.code, f.line, f.col, f.end_line, f.end_col, f.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def _relative(path: str, root: str) -> str:
+    absolute = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(absolute, root)
+    except ValueError:
+        return absolute.replace(os.sep, "/")
+    return rel.replace(os.sep, "/")
+
+
+def _glob_match(rel: str, base: str, pattern: str) -> bool:
+    pattern = pattern.replace(os.sep, "/")
+    if pattern.endswith("/"):
+        return rel.startswith(pattern) or ("/" + pattern) in ("/" + rel)
+    return (fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(base, pattern)
+            or fnmatch.fnmatchcase(rel, "*/" + pattern))
+
+
+def sorted_findings(results: Sequence[FileResult]) -> List[Finding]:
+    out = [f for r in results for f in r.findings]
+    out.sort(key=Finding.sort_key)
+    return out
+
+
+def summarize(findings: Sequence[Finding]) -> List[Tuple[str, str, int, bool]]:
+    """(code, name, count, fixable) rows for --statistics, most frequent first."""
+    counts: Dict[Tuple[str, str], List[int]] = {}
+    for f in findings:
+        row = counts.setdefault((f.code, f.name), [0, 0])
+        row[0] += 1
+        row[1] += f.fix is not None
+    rows = [(code, name, n, fixable > 0) for (code, name), (n, fixable) in counts.items()]
+    rows.sort(key=lambda r: (-r[2], r[0]))
+    return rows

@@ -1,0 +1,153 @@
+"""Rule packs from the `ascend_lint.plugins` entry point group, and rule selection by code/prefix."""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type
+
+from .config import ConfigError, Settings
+from .rule import Rule
+
+ENTRY_POINT_GROUP = "ascend_lint.plugins"
+CODE_RE = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
+PARSE_ERROR_CODE = "ASC000"
+
+
+class RegistryError(Exception):
+    """A broken plugin set (duplicate codes, malformed rules): exit code 2."""
+
+
+@dataclass
+class Registry:
+    rules: Dict[str, Type[Rule]] = field(default_factory=dict)  # code -> class
+    packs: Dict[str, str] = field(default_factory=dict)  # pack name -> version
+    warnings: List[str] = field(default_factory=list)
+
+    def add_pack(self, pack: str, rules: Iterable[Type[Rule]], version: str = "") -> None:
+        self.packs[pack] = version
+        for rule in rules:
+            if not (isinstance(rule, type) and issubclass(rule, Rule)):
+                raise RegistryError(f"pack {pack!r}: {rule!r} is not a Rule subclass")
+            if not CODE_RE.match(rule.code or ""):
+                raise RegistryError(f"pack {pack!r}: rule {rule.__name__} has an invalid code {rule.code!r}")
+            if rule.code in self.rules:
+                other = self.rules[rule.code]
+                raise RegistryError(
+                    f"rule code {rule.code} is defined twice: by {other.__name__} in pack "
+                    f"{other.pack!r} and by {rule.__name__} in pack {pack!r}"
+                )
+            rule.pack = pack
+            self.rules[rule.code] = rule
+
+    def sorted_rules(self) -> List[Type[Rule]]:
+        return [self.rules[c] for c in sorted(self.rules)]
+
+    def get(self, code: str) -> Optional[Type[Rule]]:
+        code = code.upper()
+        if code in self.rules:
+            return self.rules[code]
+        for rule in self.rules.values():
+            if rule.name == code.lower():
+                return rule
+        return None
+
+    def fingerprint(self) -> str:
+        return ";".join(f"{p}={v}" for p, v in sorted(self.packs.items()))
+
+
+def _entry_points() -> List[Any]:
+    from importlib import metadata
+
+    eps = metadata.entry_points()
+    if hasattr(eps, "select"):
+        return list(eps.select(group=ENTRY_POINT_GROUP))
+    return list(eps.get(ENTRY_POINT_GROUP, []))  # pragma: no cover (Python < 3.10)
+
+
+def load_registry() -> Registry:
+    """Load every installed pack; a pack that fails to import is skipped with a warning."""
+    registry = Registry()
+    seen = set()
+    for ep in sorted(_entry_points(), key=lambda e: e.name):
+        if (ep.name, ep.value) in seen:
+            continue
+        seen.add((ep.name, ep.value))
+        try:
+            loaded = ep.load()
+            rules = list(loaded() if callable(loaded) and not isinstance(loaded, type) else loaded)
+        except Exception as exc:  # a broken third-party pack must not stop the run
+            registry.warnings.append(f"rule pack {ep.name!r} ({ep.value}) failed to load and was skipped: {exc!r}")
+            continue
+        version = ""
+        dist = getattr(ep, "dist", None)
+        if dist is not None:
+            version = f"{dist.metadata['Name']} {dist.version}"
+        registry.add_pack(ep.name, rules, version)
+    return registry
+
+
+def _matches(code: str, selector: str) -> int:
+    """Specificity of `selector` for `code` (0: no match)."""
+    return len(selector) if code.startswith(selector) else 0
+
+
+def _validate_selectors(selectors: Sequence[str], registry: Registry, what: str) -> List[str]:
+    out = []
+    for raw in selectors:
+        sel = raw.strip().upper()
+        if not sel:
+            continue
+        if sel == "ALL":
+            sel = ""
+        elif not any(code.startswith(sel) for code in registry.rules) and sel != PARSE_ERROR_CODE:
+            raise ConfigError(f"unknown rule selector {raw!r} in {what}")
+        out.append(sel)
+    return out
+
+
+def select_rules(registry: Registry, settings: Settings) -> Tuple[List[Type[Rule]], List[str]]:
+    """The enabled rules (ruff's semantics: the most specific selector wins, ties go to ignore)."""
+    select = _validate_selectors(settings.select if settings.select is not None else ["ASC"], registry, "select")
+    select += _validate_selectors(settings.extend_select, registry, "extend-select")
+    ignore = _validate_selectors(settings.ignore, registry, "ignore")
+    warnings: List[str] = []
+    enabled = []
+    for rule in registry.sorted_rules():
+        sel = max((_matches(rule.code, s) for s in select if rule.code.startswith(s)), default=-1)
+        ign = max((_matches(rule.code, s) for s in ignore if rule.code.startswith(s)), default=-1)
+        if sel < 0 or ign >= sel:
+            continue
+        if rule.preview and not settings.preview:
+            if sel == len(rule.code):
+                warnings.append(f"{rule.code} is a preview rule: it runs only with --preview")
+            continue
+        enabled.append(rule)
+    validate_rule_options(registry, settings)
+    return enabled, warnings
+
+
+def validate_rule_options(registry: Registry, settings: Settings) -> None:
+    where = settings.config_path or "configuration"
+    for code, opts in settings.rule_options.items():
+        rule = registry.rules.get(code)
+        if rule is None:
+            raise ConfigError(f"{where}: unknown rule code {code!r} under 'rules'")
+        for key, value in opts.items():
+            if key not in rule.options:
+                known = ", ".join(sorted(rule.options)) or "none"
+                raise ConfigError(f"{where}: rule {code} has no option {key!r} (options: {known})")
+            default = rule.options[key]
+            if type(value) is not type(default) and not (isinstance(default, float) and type(value) is int):
+                raise ConfigError(
+                    f"{where}: option {key!r} of {code} must be {type(default).__name__}, got {value!r}"
+                )
+
+
+def code_matches(code: str, selectors: Iterable[str]) -> bool:
+    return any(code.startswith(s.strip().upper()) for s in selectors if s.strip())
+
+
+def print_warnings(messages: Iterable[str]) -> None:
+    for msg in messages:
+        print(f"warning: {msg}", file=sys.stderr)

@@ -1,0 +1,51 @@
+"""Output formats. Each reporter renders a `Report` to a text stream.
+
+Add a format by writing a module with `render(report, out)` and listing it in `FORMATS`.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, TextIO, Type
+
+from ..rule import Finding, Rule
+
+# format name -> "module:function" (imported only when used)
+FORMATS: Dict[str, str] = {
+    "full": "ascend_lint.reporters.text:render_full",
+    "concise": "ascend_lint.reporters.text:render_concise",
+    "json": "ascend_lint.reporters.json_format:render",
+}
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+@dataclass
+class Report:
+    findings: List[Finding]
+    rules: Dict[str, Type[Rule]]  # every registered rule, by code
+    sources: Dict[str, List[str]] = field(default_factory=dict)  # path -> lines, for snippets
+    color: bool = False
+    unsafe_fixes: bool = False
+    fixed: int = 0
+    unsafe_fixable: int = 0
+    files: int = 0
+
+
+def get_reporter(name: str) -> Callable[[Report, TextIO], None]:
+    try:
+        target = FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown output format {name!r} (choose from {', '.join(FORMATS)})") from None
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def display_path(path: str) -> str:
+    """A path safe to print (undecodable bytes in file names become U+FFFD)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def clean_text(text: str) -> str:
+    """Strip terminal control and bidi characters from untrusted text (source lines, names)."""
+    return CONTROL_RE.sub("", display_path(text))

@@ -1,0 +1,171 @@
+"""The rule API: `Rule` base class, `Finding`, `Fix`, `Edit`, `Severity`, `Applicability`.
+
+A rule is one small class. Its metadata are class attributes; its behaviour is a few
+`visit_<AstNodeType>` handlers that the engine calls during its single walk of the file, plus an
+optional `end_file` hook for file-level decisions. Rules never walk the tree themselves: they query
+the file's semantic model (`self.ctx`, see `semantic.py`) and call `self.report(...)`.
+"""
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .semantic import FileContext
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Applicability(str, enum.Enum):
+    """How trustworthy a fix is (ruff's terms)."""
+
+    SAFE = "safe"  # applied by --fix
+    UNSAFE = "unsafe"  # applied only with --fix --unsafe-fixes
+    DISPLAY = "display"  # shown, never applied
+
+
+@dataclass(frozen=True)
+class Span:
+    """A source range: 1-based lines, 0-based *character* columns (end exclusive)."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One structural edit, applied by the fixer with libcst (rules never import libcst).
+
+    Operations (`op`):
+    - ``replace``: replace the expression or statement at `span` with the source `text`.
+    - ``set_keyword``: on the call at `span`, set keyword argument `name` to `text` (add it when
+      missing, replace its value otherwise).
+    - ``remove_statement``: delete the simple statement at `span` (a block left empty gets `pass`).
+    - ``insert_after``: insert the statement(s) `text` after the statement at `span`, same indent.
+    - ``insert_body_end``: append the statement(s) `text` at the end of the body of the compound
+      statement (function, class) at `span`.
+    """
+
+    op: str
+    span: Span
+    text: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    description: str
+    edits: Tuple[Edit, ...]
+    imports: Tuple[str, ...] = ()  # module names to import (``"torch_npu"``) if missing
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int  # 1-based
+    col: int  # 1-based, in characters
+    end_line: int
+    end_col: int  # 1-based, exclusive
+    code: str
+    name: str
+    message: str
+    severity: Severity = Severity.WARNING
+    fix: Optional[Fix] = None
+
+    def sort_key(self) -> Tuple[str, int, int, str]:
+        return (self.path, self.line, self.col, self.code)
+
+    def to_dict(self) -> Dict[str, Any]:
+        fix = None
+        if self.fix is not None:
+            fix = {"applicability": self.fix.applicability.value, "message": self.fix.description}
+        return {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "severity": self.severity.value,
+            "filename": self.path,
+            "location": {"row": self.line, "column": self.col},
+            "end_location": {"row": self.end_line, "column": self.end_col},
+            "fix": fix,
+        }
+
+
+@dataclass
+class Docs:
+    """Rule documentation in ruff's sections."""
+
+    what: str
+    why: str
+    example: str = ""
+    use_instead: str = ""
+    fix_safety: str = "No fix is offered."
+    known_problems: str = ""
+    source: str = ""
+
+
+class Rule:
+    """Base class of every rule. Subclasses set the class attributes and define handlers."""
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    message: ClassVar[str] = ""  # a str.format template filled by report(**fields)
+    severity: ClassVar[Severity] = Severity.WARNING
+    pack: ClassVar[str] = ""  # set by the registry from the entry point name
+    preview: ClassVar[bool] = False
+    npu_context: ClassVar[bool] = False  # silent in files without NPU context
+    silent_when_auto_migrated: ClassVar[bool] = False  # silent where transfer_to_npu is imported
+    fix_applicability: ClassVar[Optional[Applicability]] = None  # the best fix it can offer
+    options: ClassVar[Dict[str, Any]] = {}
+    triggers: ClassVar[Tuple[str, ...]] = ()  # a file must contain one of these to be checked
+    docs: ClassVar[Docs] = Docs(what="", why="")
+    flagged: ClassVar[Tuple[str, ...]] = ()  # inline examples that must report `code`
+    clean: ClassVar[Tuple[str, ...]] = ()  # inline examples that must not
+
+    def __init__(self, ctx: "FileContext", options: Optional[Dict[str, Any]] = None) -> None:
+        self.ctx = ctx
+        self.opts: Dict[str, Any] = dict(self.options)
+        if options:
+            self.opts.update(options)
+        self.findings: List[Finding] = []
+
+    @classmethod
+    def handler_names(cls) -> List[str]:
+        return [n for n in dir(cls) if n.startswith("visit_") and callable(getattr(cls, n))]
+
+    def report(
+        self,
+        node: ast.AST,
+        message: Optional[str] = None,
+        fix: Optional[Fix] = None,
+        **fields: Any,
+    ) -> None:
+        """Report a finding at `node` (its first line is where `# noqa` is honoured)."""
+        text = message if message is not None else self.message.format(**fields)
+        span = self.ctx.span(node)
+        self.findings.append(
+            Finding(
+                path=self.ctx.path,
+                line=span.line,
+                col=span.col + 1,
+                end_line=span.end_line,
+                end_col=span.end_col + 1,
+                code=self.code,
+                name=self.name,
+                message=text,
+                severity=self.severity,
+                fix=fix,
+            )
+        )
+
+    def end_file(self) -> None:
+        """Called once after the walk; rules that decide per file report here."""

@@ -1,0 +1,506 @@
+"""The semantic model of one file, kept up to date by the walker and queried by rules.
+
+What it knows: import aliases (qualified names), module constants, local classes and functions,
+the enclosing class/function/loop/if/with stack, hot scopes (forward/construct/autograd methods),
+step loops, simple local dataflow (the last value bound to a name in the current function), and
+whether the file is NPU code. Queries that need to look ahead (is this loop a step loop?) scan only
+the subtree asked about, once, and are cached.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+from .fileio import split_lines
+from .rule import Span
+
+# Two spellings of one module: after `import torch_npu`, torch.npu is torch_npu.npu.
+CANONICAL_PREFIXES: Tuple[Tuple[str, str], ...] = (
+    ("torch_npu.npu.", "torch.npu."),
+    ("mindspore.ops.operations.", "mindspore.ops."),
+    ("mindspore.common.dtype.", "mindspore.dtype."),
+    ("mindspore.train.", "mindspore."),
+    ("mindspore.common.tensor.", "mindspore."),
+    ("torch.nn.modules.module.", "torch.nn."),
+)
+MODULE_BASES = ("torch.nn.Module",)
+CELL_BASES = ("mindspore.nn.Cell",)
+FUNCTION_BASES = ("torch.autograd.Function",)
+HOT_METHODS = {"module": ("forward",), "cell": ("construct",), "function": ("forward", "backward")}
+NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:""")
+STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
+LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def canonical(name: str) -> str:
+    for prefix, repl in CANONICAL_PREFIXES:
+        if name.startswith(prefix):
+            return repl + name[len(prefix):]
+    if name == "torch_npu.npu":
+        return "torch.npu"
+    return name
+
+
+@dataclass
+class Binding:
+    """The value last bound to a local name: `value` (or its `index`-th unpacked element)."""
+
+    value: Optional[ast.expr]
+    index: Optional[int] = None
+    stmt: Optional[ast.stmt] = None
+
+
+@dataclass
+class Scope:
+    node: ast.AST
+    kind: str  # "module", "class", "function"
+    name: str = ""
+    class_kind: Optional[str] = None  # for classes: "module" | "cell" | "function" | None
+    hot: bool = False  # forward/construct/autograd method (or nested in one)
+    bindings: Dict[str, Optional[Binding]] = field(default_factory=dict)
+    params: Set[str] = field(default_factory=set)
+    defaults: Dict[str, ast.expr] = field(default_factory=dict)
+    attributes: Dict[str, ast.expr] = field(default_factory=dict)  # for classes: self.X = value
+
+
+class FileContext:
+    """Everything a rule may ask about the file and about where the walk currently is."""
+
+    def __init__(self, path: str, text: str, tree: ast.Module, target: str = "auto") -> None:
+        self.path = path
+        self.text = text
+        self.tree = tree
+        self.target = target
+        self.aliases: Dict[str, Optional[str]] = {}
+        self.imported_modules: Set[str] = set()
+        self.constants: Dict[str, ast.expr] = {}
+        self.local_functions: Dict[str, ast.AST] = {}
+        self.local_classes: Dict[str, Optional[str]] = {}  # name -> class kind
+        self.scopes: List[Scope] = [Scope(tree, "module")]
+        self.loops: List[ast.AST] = []
+        self.ifs: List[Tuple[ast.If, bool]] = []  # (if node, in its else branch)
+        self.withs: List[ast.AST] = []
+        self.stack: List[ast.AST] = []  # nodes being visited, innermost last
+        self._lines: Optional[List[str]] = None
+        self._step_cache: Dict[int, bool] = {}
+        self._prescan()
+        self.npu = target == "npu" or self._has_npu_context()
+        self.auto_migrated = any(m.startswith("torch_npu.contrib.transfer_to_npu") for m in self.imported_modules)
+
+    # ------------------------------------------------------------------ set-up
+    def _prescan(self) -> None:
+        """Imports, module constants and local functions/classes of the top level, without a walk."""
+        counts: Dict[str, int] = {}
+        for stmt in _top_level_statements(self.tree.body):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.record_import(stmt)
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                name = stmt.targets[0].id
+                counts[name] = counts.get(name, 0) + 1
+                self.constants[name] = stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                counts[stmt.target.id] = counts.get(stmt.target.id, 0) + 1
+                self.constants[stmt.target.id] = stmt.value
+            elif isinstance(stmt, FUNC_TYPES):
+                self.local_functions[stmt.name] = stmt
+            elif isinstance(stmt, ast.ClassDef):
+                for item in stmt.body:
+                    if isinstance(item, FUNC_TYPES):
+                        self.local_functions.setdefault(item.name, item)
+        for name, count in counts.items():
+            if count > 1:
+                del self.constants[name]
+
+    def _has_npu_context(self) -> bool:
+        for module in self.imported_modules:
+            root = module.split(".", 1)[0]
+            if root in ("torch_npu", "mindspore", "mindformers", "mindspeed", "mindspeed_llm"):
+                return True
+        for name in self.aliases.values():
+            if name and name.startswith("apex.") and name.rsplit(".", 1)[-1].startswith("Npu"):
+                return True
+        text = self.text
+        return ("npu" in text or "hccl" in text) and NPU_TEXT_RE.search(text) is not None
+
+    def record_import(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                self.imported_modules.add(alias.name)
+                if alias.asname:
+                    self.aliases[alias.asname] = canonical(alias.name)
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    self.aliases[root] = root
+        elif isinstance(stmt, ast.ImportFrom):
+            module = ("." * stmt.level) + (stmt.module or "")
+            if not stmt.level:
+                self.imported_modules.add(module)
+            for alias in stmt.names:
+                if alias.name == "*":
+                    continue
+                full = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
+                if not stmt.level:
+                    self.imported_modules.add(full)
+                self.aliases[alias.asname or alias.name] = canonical(full) if not stmt.level else None
+
+    # ----------------------------------------------------------------- names
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        """`F.silu` -> 'torch.nn.functional.silu' through the file's imports; None if unknown."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        if self.is_local(node.id):
+            return None
+        base = self.aliases.get(node.id)
+        if base is None:
+            return None
+        if not parts:
+            return base
+        parts.reverse()
+        return canonical(base + "." + ".".join(parts))
+
+    def call_name(self, call: ast.AST) -> Optional[str]:
+        return self.qualname(call.func) if isinstance(call, ast.Call) else None
+
+    def is_local(self, name: str) -> bool:
+        """A name bound in an enclosing function (parameter or assignment)."""
+        for scope in reversed(self.scopes):
+            if scope.kind == "function" and (name in scope.params or name in scope.bindings):
+                return True
+        return False
+
+    def imports(self, prefix: str) -> bool:
+        """Does the file import `prefix` or a submodule/name under it?"""
+        return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+
+    def alias_for(self, qualified: str) -> Optional[str]:
+        """The local spelling the file already has for a module (`import torch_npu as tnpu` -> 'tnpu')."""
+        for local, full in self.aliases.items():
+            if full == qualified:
+                return local
+        return None
+
+    # --------------------------------------------------------------- scopes
+    @property
+    def scope(self) -> Scope:
+        return self.scopes[-1]
+
+    @property
+    def function(self) -> Optional[Scope]:
+        for scope in reversed(self.scopes):
+            if scope.kind == "function":
+                return scope
+        return None
+
+    @property
+    def class_scope(self) -> Optional[Scope]:
+        for scope in reversed(self.scopes):
+            if scope.kind == "class":
+                return scope
+        return None
+
+    @property
+    def parent(self) -> Optional[ast.AST]:
+        return self.stack[-2] if len(self.stack) > 1 else None
+
+    def in_hot_method(self) -> bool:
+        """Inside forward/construct of a Module/Cell, or forward/backward of an autograd Function."""
+        return any(s.hot for s in self.scopes)
+
+    def hot_method(self) -> Optional[Scope]:
+        for scope in self.scopes:
+            if scope.hot:
+                return scope
+        return None
+
+    def class_kind(self, bases: List[ast.expr]) -> Optional[str]:
+        for base in bases:
+            name = self.qualname(base)
+            if name:
+                if name in MODULE_BASES or (name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper()
+                                             and not name.startswith("torch.nn.functional")):
+                    return "module"
+                if name in CELL_BASES or (name.startswith("mindspore.nn.") and name.rsplit(".", 1)[-1][:1].isupper()):
+                    return "cell"
+                if name in FUNCTION_BASES or name.startswith("torch.autograd.function."):
+                    return "function"
+            elif isinstance(base, ast.Name) and self.local_classes.get(base.id):
+                return self.local_classes[base.id]
+        return None
+
+    def enter_function(self, node: ast.AST) -> Scope:
+        args = node.args
+        cls = self.scopes[-1] if self.scopes[-1].kind == "class" else None
+        hot = any(s.hot for s in self.scopes) or bool(
+            cls and cls.class_kind and node.name in HOT_METHODS[cls.class_kind]
+        )
+        scope = Scope(node, "function", node.name, hot=hot)
+        positional = args.posonlyargs + args.args
+        for arg in positional + args.kwonlyargs:
+            scope.params.add(arg.arg)
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                scope.params.add(extra.arg)
+        for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+            scope.defaults[arg.arg] = default
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+            if default is not None:
+                scope.defaults[arg.arg] = default
+        self.scopes.append(scope)
+        return scope
+
+    # ------------------------------------------------------------- dataflow
+    def bind_target(self, target: ast.AST, value: Optional[ast.expr], stmt: Optional[ast.stmt]) -> None:
+        """Record that `target` now holds `value` (None: unknown)."""
+        scope = self.scope
+        if isinstance(target, ast.Name):
+            if scope.kind == "function":
+                scope.bindings[target.id] = Binding(value, None, stmt) if value is not None else None
+            elif scope.kind == "module" and target.id in self.aliases:
+                self.aliases[target.id] = None  # a module-level name shadows an import
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for index, element in enumerate(target.elts):
+                if isinstance(element, ast.Name) and scope.kind == "function":
+                    scope.bindings[element.id] = Binding(value, index, stmt) if value is not None else None
+                else:
+                    self.bind_target(element, None, stmt)
+        elif isinstance(target, ast.Starred):
+            self.bind_target(target.value, None, stmt)
+        elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+              and target.value.id == "self" and value is not None):
+            cls = self.class_scope
+            if cls is not None:
+                cls.attributes.setdefault(target.attr, value)
+
+    def binding(self, name: str) -> Optional[Binding]:
+        """What `name` was last bound to in the enclosing function, if known."""
+        for scope in reversed(self.scopes):
+            if scope.kind == "function":
+                if name in scope.bindings:
+                    return scope.bindings[name]
+                if name in scope.params:
+                    return None
+        return None
+
+    def resolve(self, node: ast.expr, depth: int = 4) -> ast.expr:
+        """Follow local names to the expression they were bound to (unpacking excluded)."""
+        while depth and isinstance(node, ast.Name):
+            bound = self.binding(node.id)
+            if bound is None or bound.index is not None or bound.value is None:
+                break
+            node = bound.value
+            depth -= 1
+        return node
+
+    def int_value(self, node: Optional[ast.expr]) -> Optional[int]:
+        """An int read from a literal, a local binding, a parameter default or a module constant."""
+        for _ in range(4):
+            if node is None:
+                return None
+            if isinstance(node, ast.Constant):
+                value = node.value
+                return value if isinstance(value, int) and not isinstance(value, bool) else None
+            if not isinstance(node, ast.Name):
+                return None
+            name = node.id
+            node = None
+            for scope in reversed(self.scopes):
+                if scope.kind != "function":
+                    continue
+                if name in scope.bindings:
+                    bound = scope.bindings[name]
+                    node = bound.value if bound and bound.index is None else None
+                    break
+                if name in scope.defaults:
+                    node = scope.defaults[name]
+                    break
+                if name in scope.params:
+                    return None
+            else:
+                node = self.constants.get(name)
+        return None
+
+    # ------------------------------------------------------------- loops
+    def in_step_loop(self) -> bool:
+        """Inside the innermost step loop of the current function (or a per-step function)."""
+        loop = self.current_loop()
+        if loop is not None:
+            return self.is_step_loop(loop)
+        func = self.function
+        return func is not None and self._performs_step(func.node)
+
+    def current_loop(self) -> Optional[ast.AST]:
+        """The innermost enclosing loop of the current function."""
+        func = self.function
+        for loop in reversed(self.loops):
+            if func is None or _contains(func.node, loop):
+                return loop
+        return None
+
+    def is_step_loop(self, loop: ast.AST) -> bool:
+        key = id(loop)
+        if key not in self._step_cache:
+            self._step_cache[key] = self._performs_step(loop)
+        return self._step_cache[key]
+
+    def _performs_step(self, root: ast.AST, depth: int = 0) -> bool:
+        """Does `root` run a training step itself (not inside a nested loop or function)?"""
+        todo = list(ast.iter_child_nodes(root))
+        while todo:
+            node = todo.pop()
+            if isinstance(node, LOOP_TYPES + FUNC_TYPES + (ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(node, ast.Call):
+                if is_step_call(node):
+                    return True
+                callee = _local_callee(node)
+                if callee and depth < 2 and callee in self.local_functions:
+                    target = self.local_functions[callee]
+                    if target is not root and self._performs_step(target, depth + 1):
+                        return True
+            todo.extend(ast.iter_child_nodes(node))
+        return False
+
+    def guarded(self, modulo_only: bool = True) -> bool:
+        """Is the current node under an `if` inside the current loop (an `if step % N == 0` guard)?"""
+        loop = self.current_loop()
+        for if_node, _ in reversed(self.ifs):
+            if loop is not None and not _contains(loop, if_node):
+                break
+            if not modulo_only or any(
+                isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(if_node.test)
+            ):
+                return True
+        return False
+
+    # ------------------------------------------------------------- positions
+    @property
+    def lines(self) -> List[str]:
+        if self._lines is None:
+            self._lines = split_lines(self.text)
+        return self._lines
+
+    def char_col(self, line: int, byte_col: int) -> int:
+        if not 0 < line <= len(self.lines):
+            return byte_col
+        text = self.lines[line - 1]
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def span(self, node: ast.AST) -> Span:
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
+        end_line = getattr(node, "end_lineno", None) or line
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is None:
+            end_col = col
+        return Span(line, self.char_col(line, col), end_line, self.char_col(end_line, end_col))
+
+
+def _top_level_statements(body: List[ast.stmt]):
+    """Module statements, looking into top-level if/try/with blocks (guarded imports)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
+            for name in ("body", "orelse", "finalbody"):
+                yield from _top_level_statements(getattr(stmt, name, []) or [])
+            for handler in getattr(stmt, "handlers", []) or []:
+                yield from _top_level_statements(handler.body)
+
+
+def _contains(outer: ast.AST, inner: ast.AST) -> bool:
+    """Position-based containment (the walker's stacks only hold ancestors, so this is enough)."""
+    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
+        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
+    )
+
+
+def _local_callee(call: ast.Call) -> Optional[str]:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return func.attr
+    return None
+
+
+def receiver_name(node: ast.AST) -> str:
+    """The last name of a receiver: `self.optimizer` -> 'optimizer', `opt` -> 'opt'."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def is_step_call(call: ast.Call) -> bool:
+    """`loss.backward()`, `optimizer.step()`, `scaler.step(opt)`, `*.train_one_step(...)`, `optimizer(grads)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr == "backward":
+            return True
+        if func.attr == "step":
+            name = receiver_name(func.value).lower()
+            return "sched" not in name and any(h in name for h in STEP_RECEIVER_HINTS)
+        if func.attr in ("train_one_step", "train_step"):
+            return True
+    name = receiver_name(func).lower()
+    if name in ("train_one_step", "train_net", "train_network", "train_step_cell"):
+        return True
+    if "optim" in name and call.args and not call.keywords and isinstance(func, (ast.Name, ast.Attribute)):
+        first = call.args[0]
+        return isinstance(first, ast.Name) and "grad" in first.id.lower()
+    return False
+
+
+# ------------------------------------------------------------------- call helpers for rules
+_MISSING = object()
+
+
+def argument(call: ast.Call, name: Optional[str], position: Optional[int] = None) -> Optional[ast.expr]:
+    """The argument passed as keyword `name` or at `position` (0-based), if any."""
+    if name is not None:
+        for kw in call.keywords:
+            if kw.arg == name:
+                return kw.value
+    if position is not None and position < len(call.args):
+        if not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+            return call.args[position]
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def has_star_args(call: ast.Call) -> bool:
+    """`f(*a)` / `f(**kw)`: arguments that cannot be read statically."""
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
+
+
+def constant(node: Optional[ast.AST], default: object = None) -> object:
+    """The value of a literal (negative numbers included), else `default`."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value = node.operand.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value
+    return default
+
+
+def method_name(call: ast.AST) -> Optional[str]:
+    """`x.foo(...)` -> 'foo'."""
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None

@@ -1,0 +1,233 @@
+"""The one walk per file: keeps the semantic model current and dispatches nodes to rule handlers.
+
+Statements whose lines hold none of the enabled rules' trigger texts are not descended into (their
+bindings and imports are still recorded); compound statements are always entered so that scopes,
+loops and guards stay known.
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+from typing import Callable, Dict, List, Optional, Sequence, Type
+
+from .semantic import FileContext, Scope
+
+Handler = Callable[[ast.AST], None]
+SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
+_FIELDS: Dict[type, tuple] = {}
+
+
+def _fields(cls: type) -> tuple:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in SKIP_FIELDS)
+    return fields
+
+
+def trigger_lines(text: str, triggers: Sequence[str]) -> Optional[List[int]]:
+    """Sorted line numbers holding a trigger text; None disables statement pruning."""
+    if not triggers:
+        return None
+    starts = [0]
+    find = text.find
+    pos = find("\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = find("\n", pos + 1)
+    lines = set()
+    for trig in triggers:
+        pos = find(trig)
+        while pos != -1:
+            line = bisect.bisect_right(starts, pos)
+            lines.add(line)
+            # skip to the next line: one hit per line is enough
+            nxt = starts[line] if line < len(starts) else len(text)
+            pos = find(trig, max(nxt, pos + 1))
+    return sorted(lines)
+
+
+class Walker:
+    def __init__(self, ctx: FileContext, table: Dict[Type[ast.AST], List[Handler]],
+                 hit_lines: Optional[List[int]]) -> None:
+        self.ctx = ctx
+        self.table = table
+        self.hit_lines = hit_lines
+
+    def hit(self, first: int, last: int) -> bool:
+        lines = self.hit_lines
+        if lines is None:
+            return True
+        i = bisect.bisect_left(lines, first)
+        return i < len(lines) and lines[i] <= last
+
+    def run(self) -> None:
+        self.stmts(self.ctx.tree.body)
+
+    # ----------------------------------------------------------- statements
+    def stmts(self, body: List[ast.stmt]) -> None:
+        for stmt in body:
+            self.stmt(stmt)
+
+    def stmt(self, node: ast.stmt) -> None:
+        ctx = self.ctx
+        cls = node.__class__
+        method = _COMPOUND.get(cls)
+        if method is not None:
+            handlers = self.table.get(cls)
+            if handlers:
+                ctx.stack.append(node)
+                for handler in handlers:
+                    handler(node)
+                ctx.stack.pop()
+            method(self, node)
+            return
+        if self.hit(node.lineno, node.end_lineno or node.lineno):
+            self.expr(node)
+        if cls is ast.Assign:
+            for target in node.targets:
+                ctx.bind_target(target, node.value, node)
+        elif cls is ast.AnnAssign:
+            ctx.bind_target(node.target, node.value, node)
+        elif cls is ast.AugAssign:
+            ctx.bind_target(node.target, None, node)
+        elif cls is ast.Import or cls is ast.ImportFrom:
+            ctx.record_import(node)
+
+    def expr(self, node: ast.AST) -> None:
+        """Generic recursive visit with dispatch (expressions and simple statements)."""
+        handlers = self.table.get(node.__class__)
+        stack = self.ctx.stack
+        stack.append(node)
+        if handlers:
+            for handler in handlers:
+                handler(node)
+        for name in _fields(node.__class__):
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.expr(item)
+            elif isinstance(value, ast.AST):
+                self.expr(value)
+        stack.pop()
+
+    def header(self, node: ast.stmt, parts: Sequence[Optional[ast.AST]]) -> None:
+        """Visit a compound statement's header expressions when its lines are hit."""
+        body = getattr(node, "body", None)
+        last = body[0].lineno - 1 if body else node.end_lineno
+        if not self.hit(node.lineno, max(last, node.lineno)):
+            return
+        self.ctx.stack.append(node)
+        for part in parts:
+            if part is None:
+                continue
+            if isinstance(part, list):
+                for item in part:
+                    if item is not None:
+                        self.expr(item)
+            else:
+                self.expr(part)
+        self.ctx.stack.pop()
+
+    def function(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        args = node.args
+        self.header(node, [node.decorator_list, args.defaults, args.kw_defaults, node.returns]
+                    + [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs])
+        ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
+        ctx.enter_function(node)
+        ctx.stack.append(node)
+        self.stmts(node.body)
+        ctx.stack.pop()
+        ctx.scopes.pop()
+
+    def class_def(self, node: ast.ClassDef) -> None:
+        ctx = self.ctx
+        self.header(node, [node.decorator_list, node.bases, [k.value for k in node.keywords]])
+        kind = ctx.class_kind(node.bases)
+        ctx.scopes.append(Scope(node, "class", node.name, class_kind=kind))
+        ctx.stack.append(node)
+        self.stmts(node.body)
+        ctx.stack.pop()
+        ctx.scopes.pop()
+        ctx.local_classes[node.name] = kind
+        ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
+
+    def loop(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        if isinstance(node, ast.While):
+            self.header(node, [node.test])
+        else:
+            self.header(node, [node.iter, node.target])
+            ctx.bind_target(node.target, None, node)
+        ctx.loops.append(node)
+        ctx.stack.append(node)
+        self.stmts(node.body)
+        ctx.stack.pop()
+        ctx.loops.pop()
+        self.stmts(node.orelse)
+
+    def if_stmt(self, node: ast.If) -> None:
+        ctx = self.ctx
+        self.header(node, [node.test])
+        ctx.stack.append(node)
+        ctx.ifs.append((node, False))
+        self.stmts(node.body)
+        ctx.ifs[-1] = (node, True)
+        self.stmts(node.orelse)
+        ctx.ifs.pop()
+        ctx.stack.pop()
+
+    def with_stmt(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        self.header(node, [[i.context_expr for i in node.items], [i.optional_vars for i in node.items]])
+        for item in node.items:
+            if item.optional_vars is not None:
+                ctx.bind_target(item.optional_vars, None, node)
+        ctx.withs.append(node)
+        ctx.stack.append(node)
+        self.stmts(node.body)
+        ctx.stack.pop()
+        ctx.withs.pop()
+
+    def try_stmt(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        ctx.stack.append(node)
+        self.stmts(node.body)
+        for handler in node.handlers:
+            self.header(handler, [handler.type])
+            if handler.name:
+                ctx.bind_target(ast.Name(id=handler.name, ctx=ast.Store()), None, handler)
+            self.stmts(handler.body)
+        self.stmts(node.orelse)
+        self.stmts(node.finalbody)
+        ctx.stack.pop()
+
+    def match_stmt(self, node: ast.AST) -> None:
+        self.header(node, [node.subject])
+        self.ctx.stack.append(node)
+        for case in node.cases:
+            if case.guard is not None and self.hit(case.guard.lineno, case.guard.end_lineno):
+                self.expr(case.guard)
+            self.stmts(case.body)
+        self.ctx.stack.pop()
+
+
+_COMPOUND: Dict[type, Callable[[Walker, ast.AST], None]] = {
+    ast.FunctionDef: Walker.function,
+    ast.AsyncFunctionDef: Walker.function,
+    ast.ClassDef: Walker.class_def,
+    ast.For: Walker.loop,
+    ast.AsyncFor: Walker.loop,
+    ast.While: Walker.loop,
+    ast.If: Walker.if_stmt,
+    ast.With: Walker.with_stmt,
+    ast.AsyncWith: Walker.with_stmt,
+    ast.Try: Walker.try_stmt,
+}
+if hasattr(ast, "TryStar"):
+    _COMPOUND[ast.TryStar] = Walker.try_stmt
+if hasattr(ast, "Match"):
+    _COMPOUND[ast.Match] = Walker.match_stmt

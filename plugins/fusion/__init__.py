@@ -1,0 +1,3 @@
+"""Pack `fusion`."""
+
+RULES: list = []

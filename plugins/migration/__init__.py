@@ -1,0 +1,3 @@
+"""Pack `migration`."""
+
+RULES: list = []
