@@ -25,7 +25,7 @@ class Target:
 
 
 def _spec(patterns: Sequence[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 class Excluder:

@@ -1,0 +1,43 @@
+"""Every registered rule's inline examples: flagged ones report its code, clean ones do not."""
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from conftest import REGISTRY, lint
+
+RULES = REGISTRY.sorted_rules()
+FLAGGED = [(r.code, i, src) for r in RULES for i, src in enumerate(r.flagged)]
+CLEAN = [(r.code, i, src) for r in RULES for i, src in enumerate(r.clean)]
+
+
+def _run(code: str, src: str):
+    return [f for f in lint(src, select=[code], preview=True) if f.code == code]
+
+
+@pytest.mark.parametrize("code,index,src", FLAGGED, ids=[f"{c}-flagged-{i}" for c, i, _ in FLAGGED])
+def test_flagged_example_reports_the_rule(code, index, src):
+    assert _run(code, src), f"{code} flagged example {index} gave no {code}:\n{src}"
+
+
+@pytest.mark.parametrize("code,index,src", CLEAN, ids=[f"{c}-clean-{i}" for c, i, _ in CLEAN])
+def test_clean_example_is_silent(code, index, src):
+    found = _run(code, src)
+    assert not found, f"{code} clean example {index} was flagged: {[f.message for f in found]}\n{src}"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
+def test_rule_metadata_is_complete(rule):
+    assert rule.name and rule.name == rule.name.lower() and " " not in rule.name
+    assert rule.message and rule.docs.what and rule.docs.why
+    assert rule.flagged and rule.clean, "every rule carries flagged and clean examples"
+    assert rule.triggers, "every rule declares its trigger texts (the pre-filter depends on them)"
+    for src in rule.flagged + rule.clean:
+        ast.parse(textwrap.dedent(src))
+
+
+def test_codes_are_unique_and_packs_known():
+    assert len({r.code for r in RULES}) == len(RULES)
+    assert {r.pack for r in RULES} <= {"affinity", "migration", "fusion"}
