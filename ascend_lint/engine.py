@@ -115,16 +115,17 @@ class Linter:
                 codes.extend(pattern_codes)
         return codes
 
-    def check(self, text: str, path: str, tree: Optional[ast.Module] = None) -> List[Finding]:
-        """Findings for one decoded source (noqa applied); raises SourceError if it does not parse."""
+    def check(self, text: str, path: str, tree: Optional[ast.Module] = None,
+              line_noqa: bool = True) -> List[Finding]:
+        """Findings for one decoded source (noqa applied); raises SourceError if it does not parse.
+
+        `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own).
+        """
         rules = self.rules_for(path)
         if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
             rules = [r for r in rules if not r.npu_context]
         rules = [r for r in rules if not r.triggers or any(t in text for t in r.triggers)]
-        if not rules:
-            if tree is None:  # still report files that do not parse
-                with _gc_paused():
-                    parse(text, path)
+        if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
             return []
         if tree is None:
             with _gc_paused():
@@ -154,15 +155,28 @@ class Linter:
         hit_lines = trigger_lines(text, sorted(set(triggers))) if prune else None
         try:
             Walker(ctx, table, hit_lines).run()
+            for inst in instances:
+                inst.end_file()
         except RecursionError:
             raise SourceError("too deeply nested to analyse (RecursionError)") from None
-        findings: List[Finding] = []
-        for inst in instances:
-            inst.end_file()
-            findings.extend(inst.findings)
-        findings = noqa.filter_findings(findings, ctx.lines, text)
+        except Exception as exc:  # a rule bug must not end the run: report it on this file
+            raise SourceError(f"internal error in rule {_failing_rule(exc)} ({exc!r}); please report it") from None
+        findings: List[Finding] = [f for inst in instances for f in inst.findings]
+        findings = noqa.filter_findings(findings, ctx.lines if line_noqa else [], text)
         findings.sort(key=Finding.sort_key)
         return _dedupe(findings)
+
+
+def _failing_rule(exc: BaseException) -> str:
+    """The code of the rule whose handler raised, from the traceback."""
+    tb = exc.__traceback__
+    code = "?"
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        if isinstance(owner, Rule):
+            code = owner.code
+        tb = tb.tb_next
+    return code
 
 
 def _dedupe(findings: List[Finding]) -> List[Finding]:

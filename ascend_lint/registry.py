@@ -108,7 +108,7 @@ def _validate_selectors(selectors: Sequence[str], registry: Registry, what: str)
 
 def select_rules(registry: Registry, settings: Settings) -> Tuple[List[Type[Rule]], List[str]]:
     """The enabled rules (ruff's semantics: the most specific selector wins, ties go to ignore)."""
-    select = _validate_selectors(settings.select if settings.select is not None else ["ASC"], registry, "select")
+    select = _validate_selectors(settings.select if settings.select is not None else ["ALL"], registry, "select")
     select += _validate_selectors(settings.extend_select, registry, "extend-select")
     ignore = _validate_selectors(settings.ignore, registry, "ignore")
     warnings: List[str] = []

@@ -260,13 +260,13 @@ class FileContext:
         """Record that `target` now holds `value` (None: unknown)."""
         scope = self.scope
         if isinstance(target, ast.Name):
-            if scope.kind == "function":
+            if scope.kind != "class":
                 scope.bindings[target.id] = Binding(value, None, stmt) if value is not None else None
-            elif scope.kind == "module" and target.id in self.aliases:
+            if scope.kind == "module" and target.id in self.aliases:
                 self.aliases[target.id] = None  # a module-level name shadows an import
         elif isinstance(target, (ast.Tuple, ast.List)):
             for index, element in enumerate(target.elts):
-                if isinstance(element, ast.Name) and scope.kind == "function":
+                if isinstance(element, ast.Name) and scope.kind != "class":
                     scope.bindings[element.id] = Binding(value, index, stmt) if value is not None else None
                 else:
                     self.bind_target(element, None, stmt)
@@ -286,7 +286,7 @@ class FileContext:
                     return scope.bindings[name]
                 if name in scope.params:
                     return None
-        return None
+        return self.scopes[0].bindings.get(name)
 
     def resolve(self, node: ast.expr, depth: int = 4) -> ast.expr:
         """Follow local names to the expression they were bound to (unpacking excluded)."""
