@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")  # an odd terminal encoding must not crash a report
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

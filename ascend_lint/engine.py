@@ -8,6 +8,7 @@ import ast
 import fnmatch
 import gc
 import os
+import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ def parse(text: str, path: str) -> ast.Module:
         if "Missing parentheses in call to 'print'" in msg or ("except" in (exc.text or "") and "," in (exc.text or "")
                                                               and "multiple exception types" in msg):
             msg += " (this looks like Python 2 code, which is not supported)"
+        else:
+            msg += f" (parsed as Python {sys.version_info[0]}.{sys.version_info[1]})"
         line, col = exc.lineno or 1, exc.offset or 1
         raise SourceError(f"syntax error: {msg}", line, max(col, 1)) from None
     except (RecursionError, MemoryError):

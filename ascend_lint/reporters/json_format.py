@@ -4,9 +4,10 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from . import Report
+from . import Report, display_path
 
 
 def render(report: Report, out: TextIO) -> None:
-    json.dump([f.to_dict() for f in report.findings], out, indent=2, ensure_ascii=False)
+    rows = [dict(f.to_dict(), filename=display_path(f.path)) for f in report.findings]
+    json.dump(rows, out, indent=2, ensure_ascii=False)
     out.write("\n")
