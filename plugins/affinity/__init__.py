@@ -1,6 +1,20 @@
 """Pack `affinity`: Ascend performance anti-patterns (ASC1xx-ASC5xx)."""
 from .asc101_contiguous import ContiguousAfterView
+from .asc301_fused_optimizer import FusedOptimizerAvailable
+from .asc302_param_groups import MergeableParamGroups
+from .asc303_amp_combine_grad import AmpCombineGrad
+from .asc304_no_mixed_precision import NoMixedPrecision
+from .asc305_apex_combine_ddp import ApexCombineDdp
+from .asc306_fused_clip_grad_norm import FusedClipGradNorm
+from .asc307_fused_set_to_none import FusedOptimizerSetToNone
 
 RULES = [
     ContiguousAfterView,
+    FusedOptimizerAvailable,
+    MergeableParamGroups,
+    AmpCombineGrad,
+    NoMixedPrecision,
+    ApexCombineDdp,
+    FusedClipGradNorm,
+    FusedOptimizerSetToNone,
 ]

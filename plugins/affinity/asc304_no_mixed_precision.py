@@ -1,0 +1,122 @@
+"""ASC304 no-mixed-precision (preview)."""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from ascend_lint.rule import Docs, Rule
+
+# Identifiers that show the file runs (or can switch on) reduced precision somewhere: AMP contexts and
+# scalers, apex amp, MindSpore amp levels, half/bf16 casts and the usual `args.fp16` / `use_amp` switches.
+EVIDENCE_RE = re.compile(
+    r"(?i)autocast|scaler|scale_loss|loss_scal|(?:^|_)amp(?:$|_)|fp16|bf16|float16|mixed_precision|to_float|"
+    r"build_train_network")
+HALF_ATTRS = ("half", "bfloat16", "float16")  # x.half(), torch.half, torch.bfloat16
+AMP_MODULES = ("apex.amp", "apex.fp16_utils", "torch.cuda.amp", "torch.npu.amp", "torch.amp", "torch_npu.npu.amp",
+               "mindspore.amp", "deepspeed", "accelerate")
+
+
+class NoMixedPrecision(Rule):
+    code = "ASC304"
+    name = "no-mixed-precision"
+    message = "training step without mixed precision: run the forward under `torch.npu.amp.autocast()` and scale " \
+              "the loss with `torch.npu.amp.GradScaler()` so MatMul/Conv run in fp16 on the Cube unit"
+    preview = True
+    npu_context = True
+    triggers = ("backward", "autocast", "Scaler", "scaler", "amp", "scale_loss", "loss_scal", "fp16", "bf16",
+                "float16", "half", "precision", "to_float", "build_train_network")
+    docs = Docs(
+        what="Flags an NPU training script (one that calls `loss.backward()` in a step loop) that uses no mixed "
+             "precision at all: no `autocast`, no `GradScaler`, no apex `amp.initialize`/`amp.scale_loss`, no "
+             "MindSpore `amp_level`/`to_float`, no half/bf16 cast and no `fp16`/`use_amp`-style switch.",
+        why="The Ascend Cube unit computes matrix products in fp16 (bf16 on newer parts); an fp32 model "
+            "runs its MatMul/Conv far slower or is silently down-cast by the default precision mode. The "
+            "Ascend migration guide asks to enable mixed precision right after porting "
+            "(`torch_npu.npu.amp.autocast` + `GradScaler`), and every tuning case in the Ascend model zoo "
+            "(ShuffleNetV2, MobileNetV1) starts from AMP.",
+        known_problems="File-level: mixed precision set up in another module (a trainer passed a scaler, a "
+                       "framework configured by a YAML file) is invisible; any AMP-looking name in the file "
+                       "(`scaler`, `args.fp16`, `use_amp`) keeps the rule silent. `x.backward(...)` calls with a "
+                       "positional argument (`accelerator.backward(loss)`, DeepSpeed's `engine.backward(loss)`) "
+                       "are framework-managed and not counted.",
+        example="""
+            import torch_npu
+
+            for images, target in loader:
+                loss = criterion(model(images), target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """,
+        use_instead="""
+            import torch_npu
+
+            scaler = torch.npu.amp.GradScaler()
+            for images, target in loader:
+                with torch.npu.amp.autocast():
+                    loss = criterion(model(images), target)
+                optimizer.zero_grad()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+        """,
+        fix_safety="No fix: enabling mixed precision is a numerics decision (loss scaling, layers to keep in fp32).",
+        source="Ascend PyTorch migration guide (enable mixed precision after migration; torch_npu.npu.amp); "
+               "Ascend tuning cases ShuffleNetV2 and MobileNetV1.",
+    )
+    flagged = (
+        "import torch_npu\nfor x, y in loader:\n    loss = crit(model(x), y)\n    opt.zero_grad()\n"
+        "    loss.backward()\n    opt.step()",
+        "import torch\nmodel = model.to('npu')\ndef train(loader):\n    for x, y in loader:\n"
+        "        loss = crit(model(x), y)\n        loss.backward(retain_graph=True)\n        optimizer.step()",
+    )
+    clean = (
+        # torch/torch_npu native AMP, apex, a configurable switch, a half model, a scaler passed in
+        "import torch_npu\nscaler = torch.npu.amp.GradScaler()\nfor x, y in loader:\n"
+        "    with torch.npu.amp.autocast():\n        loss = crit(model(x), y)\n    scaler.scale(loss).backward()\n"
+        "    scaler.step(opt)\n    scaler.update()",
+        "import torch_npu\nfrom apex import amp\nfor x, y in loader:\n    loss = crit(model(x), y)\n"
+        "    with amp.scale_loss(loss, opt) as scaled:\n        scaled.backward()\n    opt.step()",
+        "import torch_npu\nfor x, y in loader:\n    with torch.autocast('npu', dtype=torch.bfloat16):\n"
+        "        loss = crit(model(x), y)\n    loss.backward()\n    opt.step()",
+        "import torch_npu\ndef train(args, loader):\n    for x, y in loader:\n        loss = crit(model(x), y)\n"
+        "        if args.fp16:\n            loss = loss * 1.0\n        loss.backward()\n        opt.step()",
+        "import torch_npu\nmodel = model.half()\nfor x, y in loader:\n    loss = crit(model(x), y)\n"
+        "    loss.backward()\n    opt.step()",
+        # not a training step loop: one backward outside a loop, a framework-managed backward
+        "import torch_npu\nloss = crit(model(x), y)\nloss.backward()",
+        "import torch_npu\nfor batch in loader:\n    loss = model(batch)\n    accelerator.backward(loss)\n    opt.step()",
+        # MindSpore amp level
+        "import mindspore\nfrom mindspore import Model\nmodel = Model(net, loss, opt, amp_level='O2')\n"
+        "for x, y in data:\n    y.backward()\n    opt.step()",
+        # not NPU code
+        "import torch\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n    opt.step()",
+    )
+
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self._first_backward: Optional[ast.Call] = None
+        self._evidence = any(ctx.imports(m) for m in AMP_MODULES)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if (self._first_backward is None and not self._evidence and isinstance(func, ast.Attribute)
+                and func.attr == "backward" and not node.args and self.ctx.in_step_loop()):
+            self._first_backward = node
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not self._evidence and EVIDENCE_RE.search(node.id):
+            self._evidence = True
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if not self._evidence and (node.attr in HALF_ATTRS or EVIDENCE_RE.search(node.attr)):
+            self._evidence = True
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if not self._evidence and node.arg and (EVIDENCE_RE.search(node.arg) or node.arg == "precision"):
+            self._evidence = True
+
+    def end_file(self) -> None:
+        if self._first_backward is not None and not self._evidence:
+            self.report(self._first_backward)

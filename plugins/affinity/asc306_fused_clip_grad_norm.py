@@ -1,0 +1,108 @@
+"""ASC306 fused-clip-grad-norm."""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional
+
+from ascend_lint.rule import Docs, Rule
+
+from .asc301_fused_optimizer import FUSED_CLIP_METHODS, imported_fused, is_fused_optimizer
+
+CLIP_FUNCTIONS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
+                  "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm")
+
+
+class FusedClipGradNorm(Rule):
+    code = "ASC306"
+    name = "fused-clip-grad-norm"
+    message = "`torch.nn.utils.clip_grad_norm_` with an NPU fused optimizer: call `{owner}.{method}(max_norm)` " \
+              "instead, which clips the combined gradient buffer in a few launches"
+    npu_context = True
+    triggers = ("clip_grad_norm", "clip_optimizer_grad_norm", "NpuFused")
+    docs = Docs(
+        what="Flags `torch.nn.utils.clip_grad_norm_(...)` in a file whose optimizer is an NPU fused one "
+             "(`torch_npu.optim.NpuFused*` or Ascend apex `apex.optimizers.NpuFused*`).",
+        why="`clip_grad_norm_` computes one norm per gradient tensor and scales each tensor: two small "
+            "operators per parameter, launched one by one from the host. The fused optimizers keep all "
+            "gradients in combined buffers and provide `clip_grad_norm_fused_(max_norm, norm_type=2)` "
+            "(torch_npu) / `clip_optimizer_grad_norm_fused(max_norm, norm_type=2)` (Ascend apex), which do the "
+            "same clipping over the combined buffer. Ascend's profiler advisor recommends "
+            "`optimizer.clip_grad_norm_fused_` when it sees the hand clip in a timeline.",
+        known_problems="File-level: an optimizer built in another module is not seen. Not flagged in a file that "
+                       "already calls the fused clip somewhere (the plain call is then the fallback for a "
+                       "non-fused configuration).",
+        example="""
+            optimizer = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1, momentum=0.9)
+            ...
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=5.0)
+            optimizer.step()
+        """,
+        use_instead="""
+            optimizer = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1, momentum=0.9)
+            ...
+            optimizer.clip_grad_norm_fused_(5.0)
+            optimizer.step()
+        """,
+        fix_safety="No fix: the call must name the fused optimizer object, which the clip call does not mention.",
+        source="torch_npu/optim/npu_fused_optim_base.py (clip_grad_norm_fused_); Ascend apex README.zh.md "
+               "(clip_optimizer_grad_norm_fused); msprof-analyze advisor timeline_fusion_ops.yaml.",
+    )
+    flagged = (
+        "import torch, torch_npu\nopt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)\n"
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)",
+        "import torch_npu\nfrom torch.nn.utils import clip_grad_norm_\nfrom apex.optimizers import NpuFusedAdam\n"
+        "def main():\n    optimizer = NpuFusedAdam(model.parameters(), lr=1e-3)\n    train(optimizer)\n"
+        "def train(optimizer):\n    clip_grad_norm_(model.parameters(), 1.0)",
+        "import torch\nfrom torch_npu.optim import NpuFusedAdamW as FA\nopt = FA(ps)\n"
+        "torch.nn.utils.clip_grad_norm(ps, 1.0)",
+    )
+    clean = (
+        # not a fused optimizer
+        "import torch, torch_npu\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)",
+        # already the fused clip, with the plain call as the fallback
+        "import torch, torch_npu\nif args.fused:\n    opt = torch_npu.optim.NpuFusedSGD(ps, lr=0.1)\nelse:\n"
+        "    opt = torch.optim.SGD(ps, lr=0.1)\nif args.fused:\n    opt.clip_grad_norm_fused_(5.0)\nelse:\n"
+        "    torch.nn.utils.clip_grad_norm_(ps, 5.0)",
+        "import torch_npu\nfrom apex.optimizers import NpuFusedSGD\nopt = NpuFusedSGD(ps, lr=0.1)\n"
+        "opt.clip_optimizer_grad_norm_fused(5.0)",
+        # a local function with the same name
+        "import torch_npu\ndef clip_grad_norm_(ps, n):\n    pass\nopt = torch_npu.optim.NpuFusedSGD(ps, lr=0.1)\n"
+        "clip_grad_norm_(ps, 1.0)",
+        # the value-clipping variant
+        "import torch, torch_npu\nopt = torch_npu.optim.NpuFusedSGD(ps, lr=0.1)\n"
+        "torch.nn.utils.clip_grad_value_(ps, 1.0)",
+    )
+
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self._clips: List[ast.Call] = []
+        self._fused: Optional[str] = None  # the first fused optimizer's qualified name
+        self._owner = "optimizer"
+        self._fused_clip = False
+
+    def visit_Call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in FUSED_CLIP_METHODS:
+            self._fused_clip = True
+            return
+        qual = ctx.call_name(node)
+        if qual in CLIP_FUNCTIONS:
+            self._clips.append(node)
+        elif self._fused is None and is_fused_optimizer(qual):
+            self._fused = qual
+            parent = ctx.parent
+            if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is node \
+                    and isinstance(parent.targets[0], (ast.Name, ast.Attribute)):
+                self._owner = ast.unparse(parent.targets[0])
+
+    def end_file(self) -> None:
+        if self._fused is None and imported_fused(self.ctx):
+            self._fused = imported_fused(self.ctx)[0]
+        if self._fused is None or self._fused_clip:
+            return
+        method = "clip_optimizer_grad_norm_fused" if self._fused.startswith("apex.") else "clip_grad_norm_fused_"
+        for node in self._clips:
+            self.report(node, owner=self._owner, method=method)
