@@ -25,6 +25,9 @@ CANONICAL_PREFIXES: Tuple[Tuple[str, str], ...] = (
     ("mindspore.common.tensor.", "mindspore."),
     ("torch.nn.modules.module.", "torch.nn."),
 )
+# Importing any of these patches CUDA names to NPU at run time (transfer_to_npu; mindspeed_llm's
+# package __init__ imports its megatron adaptor, which imports transfer_to_npu).
+RUNTIME_MIGRATION_MODULES = ("torch_npu.contrib.transfer_to_npu", "mindspeed_llm", "mindspeed.megatron_adaptor")
 MODULE_BASES = ("torch.nn.Module",)
 CELL_BASES = ("mindspore.nn.Cell",)
 FUNCTION_BASES = ("torch.autograd.Function",)
@@ -51,6 +54,7 @@ class Binding:
     value: Optional[ast.expr]
     index: Optional[int] = None
     stmt: Optional[ast.stmt] = None
+    previous: Optional["Binding"] = None  # the binding this one replaced (`x = f(x)` history)
 
 
 @dataclass
@@ -88,7 +92,7 @@ class FileContext:
         self._step_cache: Dict[int, bool] = {}
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
-        self.auto_migrated = any(m.startswith("torch_npu.contrib.transfer_to_npu") for m in self.imported_modules)
+        self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES)
 
     # ------------------------------------------------------------------ set-up
     def _prescan(self) -> None:
@@ -261,13 +265,16 @@ class FileContext:
         scope = self.scope
         if isinstance(target, ast.Name):
             if scope.kind != "class":
-                scope.bindings[target.id] = Binding(value, None, stmt) if value is not None else None
+                previous = scope.bindings.get(target.id)
+                scope.bindings[target.id] = Binding(value, None, stmt, previous) if value is not None else None
             if scope.kind == "module" and target.id in self.aliases:
                 self.aliases[target.id] = None  # a module-level name shadows an import
         elif isinstance(target, (ast.Tuple, ast.List)):
             for index, element in enumerate(target.elts):
                 if isinstance(element, ast.Name) and scope.kind != "class":
-                    scope.bindings[element.id] = Binding(value, index, stmt) if value is not None else None
+                    previous = scope.bindings.get(element.id)
+                    scope.bindings[element.id] = (Binding(value, index, stmt, previous)
+                                                  if value is not None else None)
                 else:
                     self.bind_target(element, None, stmt)
         elif isinstance(target, ast.Starred):
@@ -287,6 +294,16 @@ class FileContext:
                 if name in scope.params:
                     return None
         return self.scopes[0].bindings.get(name)
+
+    def binding_before(self, name: str, node: ast.AST) -> Optional[Binding]:
+        """The binding of `name` in effect where `node` starts: a binding made by a statement that
+        ends after `node` (the `x` inside `x = f(x)`) is skipped for the one it replaced."""
+        bound = self.binding(name)
+        start = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        while bound is not None and bound.stmt is not None and (
+                (getattr(bound.stmt, "end_lineno", 0) or 0, getattr(bound.stmt, "end_col_offset", 0) or 0) > start):
+            bound = bound.previous
+        return bound
 
     def resolve(self, node: ast.expr, depth: int = 4) -> ast.expr:
         """Follow local names to the expression they were bound to (unpacking excluded)."""

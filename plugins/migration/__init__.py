@@ -1,3 +1,12 @@
-"""Pack `migration`."""
+"""Pack `migration`: CUDA leftovers after a GPU -> NPU port (ASC6xx; NPU-context, silent under transfer_to_npu)."""
+from .asc601_cuda_device import CudaDevice
+from .asc602_nccl_backend import NcclBackend
+from .asc603_torch_cuda_api import TorchCudaApi
+from .asc604_tf32_flag import Tf32FlagOnNpu
 
-RULES: list = []
+RULES = [
+    CudaDevice,
+    NcclBackend,
+    TorchCudaApi,
+    Tf32FlagOnNpu,
+]

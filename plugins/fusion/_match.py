@@ -1,0 +1,338 @@
+"""Structural matching shared by the fusion rules.
+
+Expressions are compared by structure, never by spelling: local names are followed to the value
+they held at that point (`ctx.binding_before`, so `x = f(x)` chains resolve), casts are looked
+through, and squares, halves and activations are recognised in each of their usual forms.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, ClassVar, FrozenSet, List, NamedTuple, Optional, Tuple
+
+from ascend_lint.rule import Rule
+from ascend_lint.semantic import FileContext, argument, constant, keyword
+
+# Look-up of a local name: (bound value, unpack index) or None when unknown.
+Lookup = Callable[[ast.Name], Optional[Tuple[ast.expr, Optional[int], Optional[ast.stmt]]]]
+CASTS = frozenset({"to", "float", "half", "bfloat16", "type", "type_as", "contiguous"})
+MAX_STEPS = 8
+
+
+class FusionRule(Rule):
+    """A fusion rule: candidates found during the walk are reported at the end of the file, unless the
+    file already uses one of `fused_ops` (then the hand-written block is its explicit fallback)."""
+
+    npu_context = True
+    fused_ops: ClassVar[FrozenSet[str]] = frozenset()
+
+    def __init__(self, ctx: FileContext, options=None) -> None:
+        super().__init__(ctx, options)
+        self._pending: List[Tuple[ast.AST, str]] = []
+        self._fused_seen = False
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in self.fused_ops:
+            self._fused_seen = True
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in self.fused_ops:
+            self._fused_seen = True
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if any(alias.name in self.fused_ops for alias in node.names):
+            self._fused_seen = True
+
+    def candidate(self, node: ast.AST, message: str) -> None:
+        if self.ctx.imports("torch"):  # torch code only: the fused ops are torch_npu's
+            self._pending.append((node, message))
+
+    def end_file(self) -> None:
+        if self._fused_seen:
+            return
+        for node, message in self._pending:
+            self.report(node, message=message)
+
+
+# ------------------------------------------------------------------------------------ resolution
+def ctx_lookup(ctx: FileContext) -> Lookup:
+    """Name look-up through the semantic model, at the name's own position."""
+    def look(name: ast.Name):
+        bound = ctx.binding_before(name.id, name)
+        if bound is None or bound.value is None:
+            return None
+        return bound.value, bound.index, bound.stmt
+    return look
+
+
+def body_lookup(func: ast.AST) -> Lookup:
+    """Name look-up inside a small function body (its top-level assignments, last one before the use)."""
+    assigns: List[Tuple[ast.stmt, str, ast.expr, Optional[int]]] = []
+    for stmt in getattr(func, "body", []):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                assigns.append((stmt, target.id, stmt.value, None))
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                for i, element in enumerate(target.elts):
+                    if isinstance(element, ast.Name):
+                        assigns.append((stmt, element.id, stmt.value, i))
+
+    def look(name: ast.Name):
+        found = None
+        for stmt, ident, value, index in assigns:
+            if ident == name.id and (stmt.end_lineno, stmt.end_col_offset) <= (name.lineno, name.col_offset):
+                found = (value, index, stmt)
+        return found
+    return look
+
+
+def resolve(look: Lookup, node: ast.expr) -> ast.expr:
+    """Follow a local name to its value (not through tuple unpacking)."""
+    for _ in range(MAX_STEPS):
+        if not isinstance(node, ast.Name):
+            break
+        bound = look(node)
+        if bound is None:
+            break
+        value, index = bound[0], bound[1]
+        if index is not None:  # `a, b = x1, x2`: the index-th element of a literal tuple
+            if not (isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts)
+                    and not any(isinstance(e, ast.Starred) for e in value.elts)):
+                break
+            value = value.elts[index]
+        node = value
+    return node
+
+
+def peel(look: Lookup, node: ast.expr) -> ast.expr:
+    """Resolve names and look through dtype casts (`.float()`, `.to(dtype)`, `.type_as(x)`)."""
+    for _ in range(MAX_STEPS):
+        node = resolve(look, node)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CASTS
+                and not _is_module_call(node)):
+            node = node.func.value
+            continue
+        break
+    return node
+
+
+def _is_module_call(call: ast.Call) -> bool:
+    func = call.func
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("torch", "F")
+
+
+def same(a: ast.AST, b: ast.AST) -> bool:
+    return ast.dump(a) == ast.dump(b)
+
+
+def qual_or_method(ctx: FileContext, call: ast.AST, torch_name: str) -> Optional[ast.expr]:
+    """For `torch.<name>(x, ...)` return x; for `x.<name>(...)` (unknown receiver) return x."""
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    if ctx.qualname(func) == f"torch.{torch_name}":
+        return call.args[0] if call.args else None
+    if isinstance(func, ast.Attribute) and func.attr == torch_name and ctx.qualname(func) is None:
+        return func.value
+    return None
+
+
+def is_last_dim(node: Optional[ast.expr]) -> bool:
+    """The dim is -1, or not a literal (unknown: assumed to be the last one)."""
+    value = constant(node, default=None)
+    if node is None:
+        return False
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value == -1
+    return not isinstance(node, ast.Constant)
+
+
+def square_base(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[ast.expr]:
+    """S for `S.pow(2)`, `torch.pow(S, 2)`, `S ** 2`, `S * S`, `S.square()`, `torch.square(S)`."""
+    node = peel(look, node)
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Pow) and constant(node.right) == 2:
+            return node.left
+        if isinstance(node.op, ast.Mult) and same(node.left, node.right):
+            return node.left
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    qual = ctx.qualname(func)
+    if qual == "torch.pow" and len(node.args) == 2 and constant(node.args[1]) == 2:
+        return node.args[0]
+    if qual == "torch.square" and node.args:
+        return node.args[0]
+    if isinstance(func, ast.Attribute) and qual is None:
+        if func.attr == "pow" and len(node.args) == 1 and constant(node.args[0]) == 2:
+            return func.value
+        if func.attr == "square" and not node.args:
+            return func.value
+    return None
+
+
+# ------------------------------------------------------------------------------------ activations
+ACTIVATION_FUNCS = {
+    "torch.nn.functional.silu": "silu", "torch.silu": "silu",
+    "torch.nn.functional.gelu": "gelu", "torch.gelu": "gelu",
+}
+ACTIVATION_MODULES = {"torch.nn.SiLU": "silu", "torch.nn.GELU": "gelu"}
+
+
+def activation(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[Tuple[str, ast.expr, bool]]:
+    """(kind, input, tanh-approximated) for `F.silu(a)`, `nn.SiLU()(a)`, `self.act(a)` with
+    `self.act = nn.GELU(...)` in `__init__`, or a local bound to such a module."""
+    node = resolve(look, node)
+    if not isinstance(node, ast.Call) or len(node.args) != 1:
+        return None
+    if any(k.arg not in ("approximate", "inplace") for k in node.keywords):
+        return None
+    func = node.func
+    qual = ctx.qualname(func)
+    if qual in ACTIVATION_FUNCS:
+        return ACTIVATION_FUNCS[qual], node.args[0], _tanh(keyword(node, "approximate"))
+    module = _module_value(ctx, look, func)
+    if isinstance(module, ast.Call):
+        kind = ACTIVATION_MODULES.get(ctx.qualname(module.func) or "")
+        if kind is not None:
+            return kind, node.args[0], _tanh(keyword(module, "approximate"))
+    return None
+
+
+def _tanh(kw: Optional[ast.keyword]) -> bool:
+    return kw is not None and constant(kw.value) == "tanh"
+
+
+def _module_value(ctx: FileContext, look: Lookup, func: ast.expr) -> Optional[ast.expr]:
+    """What a called object is: `nn.SiLU()` itself, a local bound to it, or `self.<attr>` set in the class."""
+    if isinstance(func, ast.Call):
+        return func
+    if isinstance(func, ast.Name):
+        return resolve(look, func)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        cls = ctx.class_scope
+        if cls is not None:
+            return cls.attributes.get(func.attr)
+    return None
+
+
+# ------------------------------------------------------------------------------------ halves
+def _chunk_source(ctx: FileContext, value: ast.expr, pieces: int) -> Optional[ast.expr]:
+    """X for `X.chunk(2, dim=-1)`, `torch.chunk(X, 2, -1)`, `X.split(n, dim=-1)`, `torch.split(X, n, -1)`."""
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    qual = ctx.qualname(func)
+    if qual in ("torch.chunk", "torch.split") and value.args:
+        source, offset, name = value.args[0], 1, qual[6:]
+    elif isinstance(func, ast.Attribute) and func.attr in ("chunk", "split") and qual is None:
+        source, offset, name = func.value, 0, func.attr
+    else:
+        return None
+    if name == "chunk" and constant(argument(value, "chunks", offset)) != 2:
+        return None
+    if name == "split" and pieces != 2:
+        return None
+    if not is_last_dim(argument(value, "dim", offset + 1)):
+        return None
+    return source
+
+
+def _last_axis_slice(node: ast.expr) -> Optional[Tuple[ast.expr, ast.Slice]]:
+    """(X, slice) for `X[..., a:b]` or `X[:, :, a:b]` (a slice of the last axis, written as such)."""
+    if not isinstance(node, ast.Subscript):
+        return None
+    index = node.slice
+    if isinstance(index, ast.Tuple) and len(index.elts) > 1 and isinstance(index.elts[-1], ast.Slice):
+        if all(_full(e) for e in index.elts[:-1]):
+            return node.value, index.elts[-1]
+    return None
+
+
+def _full(node: ast.expr) -> bool:
+    if isinstance(node, ast.Slice):
+        return node.lower is None and node.upper is None and node.step is None
+    return constant(node) is Ellipsis
+
+
+def halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) -> Optional[ast.expr]:
+    """X when `first` is the first and `second` the second half of X along the last dim."""
+    # a, b = X.chunk(2, dim=-1)
+    if isinstance(first, ast.Name) and isinstance(second, ast.Name):
+        a, b = look(first), look(second)
+        if a is not None and b is not None and a[2] is b[2] and a[2] is not None and (a[1], b[1]) == (0, 1):
+            target = a[2].targets[0] if isinstance(a[2], ast.Assign) else None
+            pieces = len(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else 0
+            source = _chunk_source(ctx, a[0], pieces)
+            if source is not None:
+                return source
+    # c = X.chunk(2, -1); c[0], c[1]
+    if isinstance(first, ast.Subscript) and isinstance(second, ast.Subscript):
+        if constant(first.slice) == 0 and constant(second.slice) == 1 and same(first.value, second.value):
+            return _chunk_source(ctx, resolve(look, first.value), 0)  # pieces of a split unknown: chunk only
+    # X[..., :h] and X[..., h:]
+    one = _last_axis_slice(resolve(look, first))
+    two = _last_axis_slice(resolve(look, second))
+    if one is not None and two is not None and same(one[0], two[0]):
+        s1, s2 = one[1], two[1]
+        if (s1.lower is None and s1.upper is not None and s2.upper is None and s2.lower is not None
+                and s1.step is None and s2.step is None and same(s1.upper, s2.lower)):
+            return one[0]
+    return None
+
+
+def src(ctx: FileContext, node: ast.AST, limit: int = 40) -> str:
+    """Short source text of `node` for messages."""
+    text = ast.get_source_segment(ctx.text, node) or ast.unparse(node)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ------------------------------------------------------------------------------------ gated units
+class Gate(NamedTuple):
+    """`act(a) * b` with a, b halves of one tensor (`source`) or projections of one input."""
+
+    source: Optional[ast.expr]  # the tensor split in halves (None: two projections)
+    act_first: bool  # the activation takes the first half
+    tanh: bool  # the activation is tanh-approximated
+    projections: Optional[Tuple[ast.expr, ast.expr]] = None  # (gate projection, up projection)
+
+
+def gated(ctx: FileContext, node: ast.BinOp, kind: str, allow_projections: bool) -> Optional[Gate]:
+    """Match `act(a) * b` (either order) where act is `kind` ('silu' or 'gelu')."""
+    if not isinstance(node.op, ast.Mult):
+        return None
+    look = ctx_lookup(ctx)
+    for act_side, other in ((node.left, node.right), (node.right, node.left)):
+        found = activation(ctx, look, act_side)
+        if found is None or found[0] != kind:
+            continue
+        a, tanh = found[1], found[2]
+        source = halves(ctx, look, a, other)
+        if source is not None:
+            return Gate(source, True, tanh)
+        source = halves(ctx, look, other, a)
+        if source is not None:
+            return Gate(source, False, tanh)
+        if allow_projections:
+            pair = _projections(look, a, other)
+            if pair is not None:
+                return Gate(None, True, tanh, pair)
+    return None
+
+
+def _projections(look: Lookup, a: ast.expr, b: ast.expr) -> Optional[Tuple[ast.expr, ast.expr]]:
+    """(gate, up) for `self.w1(x)` and `self.w3(x)`: two different callables applied to the same input."""
+    a, b = resolve(look, a), resolve(look, b)
+    if not (isinstance(a, ast.Call) and isinstance(b, ast.Call)):
+        return None
+    if len(a.args) != 1 or len(b.args) != 1 or a.keywords or b.keywords:
+        return None
+    if not (isinstance(a.func, (ast.Attribute, ast.Name)) and isinstance(b.func, (ast.Attribute, ast.Name))):
+        return None
+    if same(a.func, b.func) or not same(a.args[0], b.args[0]):
+        return None
+    if isinstance(a.args[0], ast.Constant):
+        return None
+    return a.func, b.func

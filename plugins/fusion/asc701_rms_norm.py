@@ -1,0 +1,132 @@
+"""ASC701 handwritten-rms-norm: `x * rsqrt(mean(x**2, -1, keepdim=True) + eps)` -> torch_npu.npu_rms_norm."""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Tuple
+
+from ascend_lint.rule import Docs
+
+from ._match import FusionRule, ctx_lookup, is_last_dim, peel, qual_or_method, resolve, square_base, src
+from ascend_lint.semantic import argument, constant
+
+
+class HandwrittenRmsNorm(FusionRule):
+    code = "ASC701"
+    name = "handwritten-rms-norm"
+    message = "hand-written RMSNorm runs as separate pow/mean/add/rsqrt/mul kernels on Ascend: {call}"
+    fused_ops = frozenset({"npu_rms_norm", "npu_add_rms_norm"})
+    triggers = ("rsqrt", "sqrt", "npu_rms_norm", "npu_add_rms_norm")
+    docs = Docs(
+        what="Flags a hand-written RMS normalisation: `rsqrt(mean(x²) + eps)` (or `1 / sqrt(...)`, "
+             "`x / sqrt(...)`) where the mean runs over the last dim with `keepdim=True` and the square is "
+             "`x.pow(2)`, `x * x`, `x ** 2`, `x.square()` or `torch.pow(x, 2)`, inline or through local names.",
+        why="Written out, RMSNorm is five or more small kernels (pow, mean, add, rsqrt, mul, plus casts), each "
+            "launched from the host; torch_npu's `npu_rms_norm` does it in one. Ascend's profiler advisor "
+            "flags the same pow-mean-add-rsqrt-mul sequence (CANN >= 7.0.0) and recommends "
+            "`torch_npu.npu_rms_norm`. Signature: `torch_npu.npu_rms_norm(self, gamma, epsilon=1e-06)` returns "
+            "a tuple `(y, rstd)`; take element 0. Conditions (op-plugin docs): `self` and `gamma` 2-8-D, "
+            "`gamma` shaped like the trailing dims of `self` (usually the last dim); on Atlas A2/A3 "
+            "fp16/bf16/fp32 inputs (fp16 or bf16 `self` may use an fp32 `gamma`); on Atlas training and "
+            "inference series fp16/fp32 with matching `gamma`; on Atlas inference series the last dim must be "
+            "at least 32 bytes.",
+        known_problems="Not flagged: LayerNorm (the squared term is centred: `(x - mean)`), norms over another "
+                       "dim (`dim=1`, PixelNorm), a mean without `keepdim=True`, an RMS metric without `eps`, "
+                       "and files that already call `npu_rms_norm`/`npu_add_rms_norm` (the hand-written block is "
+                       "then taken as the fallback of the fused path).",
+        example="""
+            import torch
+            import torch_npu
+
+            class RMSNorm(torch.nn.Module):
+                def forward(self, hidden_states):
+                    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+                    hidden_states = hidden_states * torch.rsqrt(variance + self.eps)
+                    return self.weight * hidden_states
+        """,
+        use_instead="""
+            import torch
+            import torch_npu
+
+            class RMSNorm(torch.nn.Module):
+                def forward(self, hidden_states):
+                    return torch_npu.npu_rms_norm(hidden_states, self.weight, epsilon=self.eps)[0]
+        """,
+        fix_safety="No fix: the fused call also needs the weight and returns a tuple.",
+        source="op-plugin docs `(beta) torch_npu.npu_rms_norm` and op_plugin_functions.yaml; msprof-analyze "
+               "advisor rules timeline_fusion_ops.yaml.",
+    )
+    flagged = (
+        "import torch\nimport torch_npu\ndef f(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",
+        "import torch\nimport torch_npu\ndef f(x, w, eps):\n"
+        "    variance = x.pow(2).mean(-1, keepdim=True)\n    x = x * torch.rsqrt(variance + eps)\n    return w * x",
+        "import torch\nimport torch_npu\ndef f(x, eps):\n    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps)",
+        "import torch\nimport torch_npu\ndef f(x, eps):\n    return x * (1 / torch.sqrt(torch.mean(x ** 2, -1, keepdim=True) + eps))",
+        "import torch\nimport torch_npu\ndef f(x, eps):\n    return x * (x.square().mean(-1, keepdim=True) + eps).rsqrt()",
+    )
+    clean = (
+        "import torch\ndef f(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",  # no NPU
+        "import torch\nimport torch_npu\ndef f(x, w, eps):\n    return torch_npu.npu_rms_norm(x, w, epsilon=eps)[0]",
+        # LayerNorm: the square is centred
+        "import torch\nimport torch_npu\ndef f(x, eps):\n    mu = x.mean(-1, keepdim=True)\n"
+        "    var = (x - mu).pow(2).mean(-1, keepdim=True)\n    return (x - mu) * torch.rsqrt(var + eps)",
+        # PixelNorm over channels
+        "import torch\nimport torch_npu\ndef f(x):\n    return x * torch.rsqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-8)",
+        # an RMS metric, no eps and no keepdim
+        "import torch\nimport torch_npu\ndef rmse(a, b):\n    return torch.sqrt(((a - b) ** 2).mean())",
+    )
+
+    def visit_Call(self, node: ast.Call) -> None:
+        inner = qual_or_method(self.ctx, node, "rsqrt")
+        parent = self.ctx.parent
+        if inner is None:
+            inner = qual_or_method(self.ctx, node, "sqrt")
+            # x / sqrt(v): only as a divisor
+            if inner is None or not (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Div)
+                                     and parent.right is node):
+                return
+        match = self._mean_square_plus_eps(inner)
+        if match is None:
+            return
+        base, eps = match
+        at = parent if isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.Div)) else node
+        call = (f"use `torch_npu.npu_rms_norm({src(self.ctx, base)}, weight, epsilon={src(self.ctx, eps)})[0]` "
+                "(it returns (y, rstd))")
+        self.candidate(at, self.message.format(call=call))
+
+    def _mean_square_plus_eps(self, node: ast.expr) -> Optional[Tuple[ast.expr, ast.expr]]:
+        """(x, eps) for `mean(square(x), -1, keepdim=True) + eps` in its usual spellings."""
+        look = ctx_lookup(self.ctx)
+        node = peel(look, node)
+        mean, eps = None, None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            for a, b in ((node.left, node.right), (node.right, node.left)):
+                if self._mean_of_square(peel(look, a)) is not None:
+                    mean, eps = peel(look, a), b
+                    break
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add" \
+                and len(node.args) == 1:
+            mean, eps = peel(look, node.func.value), node.args[0]
+        if mean is None or eps is None:
+            return None
+        base = self._mean_of_square(mean)
+        if base is None:
+            return None
+        centred = resolve(look, base)
+        if isinstance(centred, ast.BinOp) and isinstance(centred.op, ast.Sub):
+            return None  # (x - mean)**2: LayerNorm, not RMSNorm
+        return base, eps
+
+    def _mean_of_square(self, node: ast.expr) -> Optional[ast.expr]:
+        if not isinstance(node, ast.Call):
+            return None
+        func = node.func
+        qual = self.ctx.qualname(func)
+        if qual == "torch.mean" and node.args:
+            operand, offset = node.args[0], 1
+        elif isinstance(func, ast.Attribute) and func.attr == "mean" and qual is None:
+            operand, offset = func.value, 0
+        else:
+            return None
+        if not is_last_dim(argument(node, "dim", offset)) or constant(argument(node, "keepdim", offset + 1)) is not True:
+            return None
+        return square_base(self.ctx, ctx_lookup(self.ctx), operand)

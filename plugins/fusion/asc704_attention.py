@@ -1,0 +1,227 @@
+"""ASC704 handwritten-attention: `softmax(q @ k^T * scale [+ mask]) [dropout] @ v` -> fused attention."""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Tuple
+
+from ascend_lint.rule import Docs
+from ascend_lint.semantic import argument, constant
+
+from ._match import MAX_STEPS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel, src
+
+MATMULS = ("torch.matmul", "torch.bmm")
+SOFTMAX_FUNCS = ("torch.softmax", "torch.nn.functional.softmax")
+
+
+class HandwrittenAttention(FusionRule):
+    code = "ASC704"
+    name = "handwritten-attention"
+    message = ("hand-written attention runs as separate matmul/softmax/matmul kernels on Ascend: use "
+               "`F.scaled_dot_product_attention({q}, {k}, {v}, attn_mask=<bool mask>)` with 4-D (B, N, S, D) "
+               "inputs, or `torch_npu.npu_fusion_attention({q}, {k}, {v}, head_num, 'BNSD', atten_mask=mask, "
+               "scale=scale)[0]`")
+    fused_ops = frozenset({
+        "scaled_dot_product_attention", "npu_fusion_attention", "npu_fusion_attention_v2",
+        "npu_prompt_flash_attention", "npu_incre_flash_attention", "npu_fused_infer_attention_score",
+        "flash_attn_func", "flash_attn_varlen_func",
+    })
+    triggers = ("@", "matmul", "bmm", "scaled_dot_product_attention", "npu_fusion_attention",
+                "flash_attention", "flash_attn", "npu_prompt_flash_attention", "npu_incre_flash_attention",
+                "npu_fused_infer_attention_score")
+    docs = Docs(
+        what="Flags scaled dot-product attention written out in one function: `softmax(S, dim=-1) @ v` (or "
+             "`torch.matmul`/`torch.bmm`), where the score S is `q @ k.transpose(-2, -1)` (also "
+             "`k.transpose(-1, -2)`, `k.transpose(2, 3)`, `k.mT`, `k.permute(0, 1, 3, 2)`, `torch.baddbmm`), "
+             "optionally scaled (`* scale`, `/ math.sqrt(d)`), masked (`+ mask`, `.masked_fill(...)`), cast, "
+             "and followed by dropout, inline or through local names.",
+        why="Written out, attention materialises the S x S score and probability matrices and launches several "
+            "kernels per layer (matmul, mul, add/masked_fill, softmax, dropout, matmul); the fused kernel "
+            "keeps them on chip. Ascend's profiler advisor recommends `torch_npu.npu_fusion_attention` for this "
+            "sequence (CANN >= 7.0.RC1). With torch >= 2.1, torch_npu routes `F.scaled_dot_product_attention` to "
+            "the fused kernel only when q/k/v are 4-D (B, N, S, D), the mask is None or bool, the dtype is "
+            "fp16/bf16/fp32, N <= 2048, D <= 512 (fp32 also needs D % 4 == 0), and the SoC is Atlas A2/A3; a "
+            "float (additive) mask or 3-D inputs silently fall back to the unfused math path. "
+            "`torch_npu.npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, "
+            "padding_mask=None, atten_mask=None, scale=1., keep_prob=1., pre_tockens=2147483647, "
+            "next_tockens=2147483647, ...)` takes layouts BSH/SBH/BSND/BNSD/TND, a bool/uint8 mask where 1 "
+            "means masked out, and returns a tuple whose element 0 is the output (documented for Atlas A2 "
+            "training; not for Atlas training series).",
+        known_problems="Softmax over scores that are not `q @ k^T` (a router's logits, a linear layer's "
+                       "output), or over a dim other than the last, is not flagged. Files that already call "
+                       "`F.scaled_dot_product_attention`, `npu_fusion_attention`, a flash-attention function or "
+                       "an inference attention kernel are taken as having the fused path.",
+        example="""
+            import math
+            import torch
+            import torch_npu
+
+            def attention(q, k, v, mask):
+                scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+                scores = scores + mask
+                probs = torch.softmax(scores, dim=-1)
+                return torch.matmul(probs, v)
+        """,
+        use_instead="""
+            import torch.nn.functional as F
+            import torch_npu
+
+            def attention(q, k, v, bool_mask):
+                # bool_mask: True where attention is allowed (SDPA convention)
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=bool_mask)
+        """,
+        fix_safety="No fix: the mask convention and layout must be adapted by hand.",
+        source="op-plugin ScaledDotProductAttentionKernelNpuOpApi.cpp, docs `torch_npu.npu_fusion_attention` and "
+               "op_plugin_functions.yaml; msprof-analyze advisor rules timeline_fusion_ops.yaml.",
+    )
+    _IMPORTS = "import math\nimport torch\nimport torch.nn.functional as F\nimport torch_npu\n"
+    flagged = (
+        _IMPORTS + "def f(q, k, v, d):\n    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1) @ v",
+        _IMPORTS + "def f(q, k, v, scale, mask):\n    s = torch.matmul(q, k.transpose(-1, -2)) * scale\n"
+        "    s = s + mask\n    p = F.softmax(s, dim=-1)\n    p = F.dropout(p, 0.1)\n    return torch.matmul(p, v)",
+        _IMPORTS + "def f(q, k, v, mask):\n    w = (q @ k.mT).masked_fill(mask, float('-inf'))\n"
+        "    return w.softmax(dim=-1) @ v",
+        _IMPORTS + "class A(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.softmax = torch.nn.Softmax(dim=-1)\n"
+        "    def forward(self, q, k, v):\n        attn = self.softmax(torch.matmul(q, k.transpose(2, 3)))\n"
+        "        attn = self.attn_dropout(attn)\n        return torch.matmul(attn, v)",
+        _IMPORTS + "def f(q, k, v):\n    w = torch.bmm(q, k.transpose(1, 2))\n"
+        "    w = F.softmax(w.float(), dim=-1).type_as(w)\n    return torch.bmm(w, v)",
+    )
+    clean = (
+        "import torch\ndef f(q, k, v):\n    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v",
+        _IMPORTS + "def f(q, k, v, d):\n    if q.is_npu:\n        return F.scaled_dot_product_attention(q, k, v)\n"
+        "    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1) @ v",
+        # softmax over a router's logits
+        _IMPORTS + "def f(self, x, experts):\n    w = F.softmax(self.router(x), dim=-1)\n    return w @ experts",
+        # softmax over a non-last dim
+        _IMPORTS + "def f(q, k, v):\n    return torch.softmax(q @ k.transpose(-2, -1), dim=1) @ v",
+        # scores from an untransposed product
+        _IMPORTS + "def f(a, b, v):\n    return torch.softmax(a @ b, dim=-1) @ v",
+    )
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult):
+            self._check(node, node.left, node.right)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        qual = self.ctx.qualname(func)
+        if qual in MATMULS and len(node.args) == 2:
+            self._check(node, node.args[0], node.args[1])
+        elif (isinstance(func, ast.Attribute) and func.attr in ("matmul", "bmm") and qual is None
+              and len(node.args) == 1):
+            self._check(node, func.value, node.args[0])
+
+    def _check(self, node: ast.AST, probs: ast.expr, value: ast.expr) -> None:
+        look = ctx_lookup(self.ctx)
+        scores = self._softmax_input(look, probs)
+        if scores is None:
+            return
+        qk = self._score_matmul(look, scores)
+        if qk is None:
+            return
+        q, k = qk
+        self.candidate(node, self.message.format(q=src(self.ctx, q, 20), k=src(self.ctx, k, 20),
+                                                 v=src(self.ctx, value, 20)))
+
+    def _softmax_input(self, look: Lookup, node: ast.expr) -> Optional[ast.expr]:
+        """S for `softmax(S, dim=-1)` in its spellings, looking through dropout and casts."""
+        for _ in range(MAX_STEPS):
+            node = peel(look, node)
+            if not isinstance(node, ast.Call):
+                return None
+            func = node.func
+            qual = self.ctx.qualname(func)
+            if qual in SOFTMAX_FUNCS and node.args:
+                return node.args[0] if is_last_dim(argument(node, "dim", 1)) else None
+            if (isinstance(func, ast.Attribute) and func.attr == "softmax" and qual is None
+                    and not (isinstance(func.value, ast.Name) and func.value.id == "self")):
+                return func.value if is_last_dim(argument(node, "dim", 0)) else None
+            if qual in ("torch.nn.functional.dropout", "torch.dropout") and node.args:
+                node = node.args[0]
+                continue
+            module = self._module(func)
+            if module is not None and len(node.args) == 1:
+                kind = self.ctx.qualname(module.func) if isinstance(module, ast.Call) else None
+                if kind == "torch.nn.Softmax":
+                    return node.args[0] if is_last_dim(argument(module, "dim", 0)) else None
+                if kind == "torch.nn.Dropout":
+                    node = node.args[0]
+                    continue
+            if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+                    and "drop" in func.attr.lower() and len(node.args) == 1):
+                node = node.args[0]  # self.attn_dropout(p) with the module defined elsewhere
+                continue
+            return None
+        return None
+
+    def _module(self, func: ast.expr) -> Optional[ast.expr]:
+        if isinstance(func, ast.Call):
+            return func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = self.ctx.class_scope
+            return cls.attributes.get(func.attr) if cls is not None else None
+        return None
+
+    def _score_matmul(self, look: Lookup, node: ast.expr) -> Optional[Tuple[ast.expr, ast.expr]]:
+        """(q, k) for a score `q @ k^T` reached through scaling, masking and casts."""
+        for _ in range(MAX_STEPS):
+            node = peel(look, node)
+            if isinstance(node, ast.BinOp):
+                if isinstance(node.op, ast.MatMult):
+                    return self._qk(look, node.left, node.right)
+                if isinstance(node.op, (ast.Mult, ast.Add, ast.Sub)):
+                    found = self._score_matmul(look, node.left) or self._score_matmul(look, node.right)
+                    return found
+                if isinstance(node.op, ast.Div):
+                    node = node.left
+                    continue
+                return None
+            if not isinstance(node, ast.Call):
+                return None
+            func = node.func
+            qual = self.ctx.qualname(func)
+            if qual in MATMULS and len(node.args) == 2:
+                return self._qk(look, node.args[0], node.args[1])
+            if qual == "torch.baddbmm" and len(node.args) >= 3:
+                return self._qk(look, node.args[1], node.args[2])
+            if isinstance(func, ast.Attribute) and qual is None:
+                if func.attr in ("matmul", "bmm") and len(node.args) == 1:
+                    return self._qk(look, func.value, node.args[0])
+                if func.attr in ("masked_fill", "masked_fill_", "mul", "div", "add", "mul_", "div_", "add_"):
+                    node = func.value
+                    continue
+            return None
+        return None
+
+    def _qk(self, look: Lookup, q: ast.expr, kt: ast.expr) -> Optional[Tuple[ast.expr, ast.expr]]:
+        k = self._transposed(peel(look, kt))
+        return (q, k) if k is not None else None
+
+    def _transposed(self, node: ast.expr) -> Optional[ast.expr]:
+        """k for `k.transpose(-2, -1)`, `k.transpose(2, 3)`, `k.transpose(1, 2)` (3-D), `k.mT`, `k.T`,
+        `k.t()`, `k.permute(..., D, S)`, `torch.transpose(k, -2, -1)`."""
+        if isinstance(node, ast.Attribute) and node.attr in ("mT", "T") and self.ctx.qualname(node) is None:
+            return node.value
+        if not isinstance(node, ast.Call):
+            return None
+        func = node.func
+        qual = self.ctx.qualname(func)
+        if qual == "torch.transpose" and len(node.args) == 3:
+            base, dims = node.args[0], node.args[1:]
+        elif isinstance(func, ast.Attribute) and qual is None and func.attr in ("transpose", "swapaxes", "permute", "t"):
+            base, dims = func.value, node.args
+            if func.attr == "t" and not dims:
+                return base
+            if func.attr == "permute":
+                perm = [constant(d) for d in (dims[0].elts if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List))
+                                              else dims)]
+                if len(perm) >= 3 and all(isinstance(p, int) for p in perm) and perm[-2] == len(perm) - 1:
+                    return base
+                return None
+        else:
+            return None
+        pair = tuple(constant(d) for d in dims)
+        if len(pair) == 2 and set(pair) in ({-2, -1}, {2, 3}, {1, 2}):
+            return base
+        return None

@@ -1,0 +1,145 @@
+"""ASC601 cuda-device: CUDA device placement left in NPU code."""
+from __future__ import annotations
+
+import ast
+from ascend_lint.rule import Applicability, Docs, Edit, Rule
+from ascend_lint.semantic import argument, constant
+
+from ._common import cuda_device_string, in_backend_switch, mentions_npu, npu_fix, replace_in_literal, source
+
+# Keyword arguments that take a device.
+DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type"})
+# Calls whose first positional argument is a device (or device type).
+DEVICE_CALLS = frozenset({
+    "torch.device", "torch.autocast", "torch.amp.autocast", "torch.amp.GradScaler", "torch.set_default_device",
+})
+
+
+class CudaDevice(Rule):
+    code = "ASC601"
+    name = "cuda-device"
+    message = "{what} places work on CUDA, which does not exist on Ascend: {remedy}"
+    npu_context = True
+    silent_when_auto_migrated = True
+    fix_applicability = Applicability.SAFE
+    triggers = ("cuda",)
+    docs = Docs(
+        what="Flags CUDA device placement left over after a GPU to NPU port: `.cuda(...)` calls, "
+             "`torch.device('cuda...')`, `'cuda'`/`'cuda:N'` strings passed as a device (`device=`, "
+             "`map_location=`, `device_type=`, `.to('cuda')`, `torch.autocast('cuda')`) or assigned to a "
+             "`*device*` name, and `'cuda:{}'.format(...)` / `f'cuda:{rank}'` device strings.",
+        why="Without `torch_npu.contrib.transfer_to_npu` nothing maps CUDA to the NPU: `.cuda()` and "
+            "`'cuda'` devices fail on an Ascend host (no CUDA driver), or silently keep the work on the CPU "
+            "when the code falls back. The manual port replaces `torch.device('cuda:N')` with `'npu:N'` and "
+            "`.cuda()` with `.npu()` (Ascend PyTorch migration guide, manual migration).",
+        known_problems="Code that deliberately chooses a backend (`if is_npu: x.npu() else: x.cuda()`, "
+                       "`'npu' if npu else 'cuda'`) is not flagged: any enclosing `if` or conditional "
+                       "expression that names the NPU counts as such a switch. Files that import "
+                       "`torch_npu.contrib.transfer_to_npu` (or `mindspeed_llm`, whose package import applies "
+                       "it) are migrated at run time and are skipped.",
+        example="""
+            import torch_npu
+
+            model = model.cuda()
+            x = x.to("cuda:0")
+            device = torch.device("cuda:{}".format(rank))
+        """,
+        use_instead="""
+            import torch_npu
+
+            model = model.npu()
+            x = x.to("npu:0")
+            device = torch.device("npu:{}".format(rank))
+        """,
+        fix_safety="Safe where the file imports `torch_npu` (`.cuda(` becomes `.npu(`, `'cuda'` becomes "
+                   "`'npu'` inside the device string; `Tensor.npu` and `Module.npu` take the same arguments). "
+                   "Unsafe otherwise: the fix also adds `import torch_npu`, which a file shared with GPU "
+                   "runs may not want.",
+        source="Ascend Extension for PyTorch migration guide (manual migration: device, `.cuda()`), "
+               "torch_npu/contrib/transfer_to_npu.py (what automatic migration rewrites).",
+    )
+    flagged = (
+        "import torch_npu\nmodel = model.cuda()",
+        "import torch_npu\nx = batch.cuda(non_blocking=True)",
+        "import torch_npu\nimport torch\ndev = torch.device('cuda')",
+        "import torch_npu\nimport torch\ndev = torch.device('cuda:0')",
+        "import torch_npu\nimport torch\ndev = torch.device('cuda', 1)",
+        "import torch_npu\nimport torch\ndev = torch.device('cuda:{}'.format(rank))",
+        "import torch_npu\nimport torch\ndev = torch.device(f'cuda:{rank}')",
+        "import torch_npu\nx = x.to('cuda')",
+        "import torch_npu\nimport torch\nz = torch.zeros(4, device='cuda')",
+        "import torch_npu\nimport torch\nsd = torch.load(path, map_location='cuda:0')",
+        "import torch_npu\nimport torch\nwith torch.autocast(device_type='cuda'):\n    pass",
+        "import torch_npu\ndevice = 'cuda:0'",
+        "import torch_npu\nlocal_device = f'cuda:{local_rank}'",
+        "import torch\nx = y.to('npu')\nz = w.cuda()",
+    )
+    clean = (
+        "model = model.cuda()",  # no NPU context
+        "import torch_npu\nfrom torch_npu.contrib import transfer_to_npu\nmodel = model.cuda()",
+        "import torch_npu\nmodel = model.npu()",
+        "import torch_npu\nif args.device == 'npu':\n    model = model.npu()\nelse:\n    model = model.cuda()",
+        "import torch_npu\nx = x.npu() if use_npu else x.cuda()",
+        "import torch_npu\nif device == 'cuda':\n    pass",
+        "import torch_npu\nprint('cuda is not used here')",
+        "import torch_npu\nimport torch\ndev = torch.device('npu:0')",
+        "import torch_npu\nname = f'cuda:{x} ready'",
+        "import torch_npu\nimport torch\nstream = torch.cuda.Stream()",
+    )
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "cuda" and self.ctx.qualname(func) is None:
+            self._report_dot_cuda(node, func)
+            return
+        if isinstance(func, ast.Attribute) and func.attr == "format" and not node.keywords:
+            fmt = constant(func.value)
+            if isinstance(fmt, str) and fmt.startswith("cuda:{") and fmt.endswith("}") and fmt.count("{") == 1:
+                self._report_string(func.value, f"`{fmt!r}.format(...)`")
+            return
+        qual = self.ctx.qualname(func)
+        if qual in DEVICE_CALLS or (isinstance(func, ast.Attribute) and func.attr == "to" and qual is None):
+            first = argument(node, None, 0)
+            if first is not None:
+                self._check_plain(first)
+        for kw in node.keywords:
+            if kw.arg in DEVICE_KEYWORDS:
+                self._check_plain(kw.value)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if any(isinstance(t, ast.Name) and "device" in t.id.lower() for t in node.targets):
+            self._check_plain(node.value)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        values = node.values
+        if (len(values) == 2 and isinstance(values[0], ast.Constant) and values[0].value == "cuda:"
+                and isinstance(values[1], ast.FormattedValue)):
+            self._report_string(node, "`f'cuda:{...}'`")
+
+    # ----------------------------------------------------------------- helpers
+    def _check_plain(self, value: ast.expr) -> None:
+        if isinstance(value, ast.IfExp) and not mentions_npu(value):  # 'cuda' if cuda_ok else 'cpu'
+            self._check_plain(value.body)
+            self._check_plain(value.orelse)
+        elif isinstance(value, ast.Constant) and cuda_device_string(value.value):
+            self._report_string(value, f"`{value.value!r}`")
+
+    def _report_dot_cuda(self, node: ast.Call, func: ast.Attribute) -> None:
+        if in_backend_switch(self.ctx):
+            return
+        fix = None
+        text = source(self.ctx, func)
+        if text is not None and text.endswith("cuda"):
+            fix = npu_fix(self.ctx, "Replace `.cuda(` with `.npu(`",
+                          Edit("replace", self.ctx.span(func), text[: -len("cuda")] + "npu"))
+        self.report(node, what="`.cuda()`", remedy="use `.npu()` (or `.to(device)` with an NPU device)", fix=fix)
+
+    def _report_string(self, node: ast.AST, what: str) -> None:
+        """Report a CUDA device literal (a string, a format string or an f-string) at `node`."""
+        if in_backend_switch(self.ctx):
+            return
+        fix = None
+        edit = replace_in_literal(self.ctx, node, "cuda", "npu")
+        if edit is not None:
+            fix = npu_fix(self.ctx, "Replace the CUDA device with the NPU device", edit)
+        self.report(node, what=f"the device string {what}", remedy="use the `npu` device ('npu', 'npu:N')", fix=fix)

@@ -1,0 +1,137 @@
+"""ASC603 torch-cuda-api: `torch.cuda.*` APIs in NPU code, with their torch.npu twins."""
+from __future__ import annotations
+
+import ast
+from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+
+from ._common import in_backend_switch, npu_fix, torch_spelling
+from .twins import Twin, lookup
+
+PREFIX = "torch.cuda."
+
+
+class TorchCudaApi(Rule):
+    code = "ASC603"
+    name = "torch-cuda-api"
+    message = "{message}"
+    npu_context = True
+    silent_when_auto_migrated = True
+    fix_applicability = Applicability.SAFE
+    triggers = ("cuda",)
+    docs = Docs(
+        what="Flags `torch.cuda.<api>` calls and attributes (and names imported from `torch.cuda`) in NPU code, "
+             "using one table of torch_npu twins (plugins/migration/twins.py): `set_device`, `device_count`, "
+             "`is_available`, `current_device`, `synchronize`, `manual_seed(_all)`, `empty_cache`, the memory "
+             "statistics, `Stream`, `Event`, `amp.autocast`, `amp.GradScaler`, ... An API whose NPU counterpart "
+             "differs (`CUDAGraph` -> `NPUGraph`, `DoubleTensor`) or that has none (`nvtx`, `get_arch_list`, "
+             "`get_device_capability`) is reported with a note and no fix.",
+        why="On an Ascend host `torch.cuda` talks to no device: `is_available()` is False and `device_count()` "
+            "is 0 (so the code silently falls back to the CPU), and calls such as `synchronize()` or "
+            "`set_device()` raise. torch_npu mirrors the CUDA API under `torch.npu` "
+            "(`torch.cuda.*** -> torch_npu.npu.***` in the Ascend API support list).",
+        known_problems="Calls under a condition that names the NPU (`if torch.npu.is_available(): ... elif "
+                       "torch.cuda.is_available(): ...`) are taken as deliberate multi-backend code and not "
+                       "flagged. APIs missing from the table are not reported.",
+        example="""
+            import torch
+            import torch_npu
+
+            torch.cuda.set_device(local_rank)
+            scaler = torch.cuda.amp.GradScaler()
+            with torch.cuda.amp.autocast():
+                loss = model(x)
+        """,
+        use_instead="""
+            import torch
+            import torch_npu
+
+            torch.npu.set_device(local_rank)
+            scaler = torch.npu.amp.GradScaler()
+            with torch.npu.amp.autocast():
+                loss = model(x)
+        """,
+        fix_safety="Safe for the 1:1 twins where the file imports `torch_npu`: `torch.cuda` becomes `torch.npu` "
+                   "with the file's own name for `torch` (`th.cuda.X` -> `th.npu.X`), and "
+                   "`from torch.cuda.amp import autocast` becomes `from torch_npu.npu.amp import autocast`. "
+                   "Unsafe where the file does not import torch_npu (the attribute fix then adds the import). "
+                   "No fix for twins that differ, for APIs without a twin, or where the spelling cannot be kept "
+                   "simply (`from torch import cuda; cuda.synchronize()`).",
+        source="torch_npu/npu/__init__.py `__all__` and torch_npu/npu/amp (Ascend/pytorch); Ascend Extension for "
+               "PyTorch API list, torch.cuda and torch.cuda.amp support tables.",
+    )
+    flagged = (
+        "import torch\nimport torch_npu\ntorch.cuda.set_device(rank)",
+        "import torch\nimport torch_npu\nn = torch.cuda.device_count()",
+        "import torch\nimport torch_npu\nscaler = torch.cuda.amp.GradScaler()",
+        "import torch\nimport torch_npu\nwith torch.cuda.amp.autocast():\n    pass",
+        "import torch as th\nimport torch_npu\nth.cuda.synchronize()",
+        "import torch_npu\nfrom torch.cuda.amp import autocast, GradScaler",
+        "import torch_npu\nfrom torch import cuda\ncuda.empty_cache()",
+        "import torch\nimport torch_npu\ng = torch.cuda.CUDAGraph()",
+        "import torch\nimport torch_npu\ntorch.cuda.nvtx.range_push('step')",
+        "import torch\nimport torch_npu\nif not torch.cuda.is_available():\n    raise SystemExit",
+    )
+    clean = (
+        "import torch\ntorch.cuda.set_device(rank)",  # no NPU context
+        "import torch\nimport torch_npu\nfrom torch_npu.contrib import transfer_to_npu\ntorch.cuda.set_device(rank)",
+        "import torch\nimport torch_npu\ntorch.npu.set_device(rank)",
+        "import torch\nimport torch_npu\nif torch.npu.is_available():\n    torch.npu.synchronize()\n"
+        "elif torch.cuda.is_available():\n    torch.cuda.synchronize()",
+        "import torch\nimport torch_npu\nn = torch.npu.device_count() if use_npu else torch.cuda.device_count()",
+        "import torch\nimport torch_npu\nmodule = torch.cuda",
+        "import torch\nimport torch_npu\ntry:\n    pass\nexcept torch.cuda.OutOfMemoryError:\n    pass",
+    )
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        parent = self.ctx.parent
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return  # only the outermost attribute of a chain
+        self._check(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        """`from torch.cuda.amp import autocast`: reported (and fixed) at the import, not at each use."""
+        module = node.module or ""
+        if node.level or not (module == "torch.cuda" or module.startswith(PREFIX)):
+            return
+        found = [(alias, lookup(f"{module[len('torch.cuda.'):]}.{alias.name}".lstrip(".")))
+                 for alias in node.names if alias.name != "*"]
+        found = [(alias, twin) for alias, twin in found if twin is not None]
+        if not found or in_backend_switch(self.ctx):
+            return
+        fix = None
+        if len(found) == len(node.names) and all(t.exact for _, t in found) and node.lineno == node.end_lineno:
+            names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
+            text = f"from torch_npu.npu{module[len('torch.cuda'):]} import {names}"
+            applicability = Applicability.SAFE if self.ctx.imports("torch_npu") else Applicability.UNSAFE
+            fix = Fix(applicability, f"Import from `torch_npu.npu{module[len('torch.cuda'):]}`",
+                      (Edit("replace", self.ctx.span(node), text),))
+        for index, (alias, twin) in enumerate(found):
+            full = f"{module}.{alias.name}"
+            self.report(alias if hasattr(alias, "lineno") else node, message=self._message(full, twin),
+                        fix=fix if index == 0 else None)
+
+    # ----------------------------------------------------------------- helpers
+    def _check(self, node: ast.expr) -> None:
+        qual = self.ctx.qualname(node)
+        if qual is None or not qual.startswith(PREFIX):
+            return
+        twin = lookup(qual[len(PREFIX):])
+        if twin is None or in_backend_switch(self.ctx):
+            return
+        fix = None
+        if twin.exact:
+            spelled = torch_spelling(self.ctx, node, "cuda")
+            if spelled is not None:
+                inner, base = spelled
+                fix = npu_fix(self.ctx, f"Replace `{qual}` with `{twin.npu}`",
+                              Edit("replace", self.ctx.span(inner), f"{base}.npu"))
+        self.report(node, message=self._message(qual, twin), fix=fix)
+
+    @staticmethod
+    def _message(qual: str, twin: Twin) -> str:
+        if twin.npu is None:
+            return f"`{qual}` has no torch.npu twin and does nothing useful on Ascend: {twin.note}"
+        head = f"`{qual}` does not reach the NPU on Ascend: use `{twin.npu}`"
+        if twin.exact:
+            return head + (f" ({twin.note})" if twin.note else "")
+        return f"{head}, which is not a drop-in rename: {twin.note}"

@@ -1,0 +1,85 @@
+"""ASC604 tf32-flag-on-npu: CUDA TF32 switches set in NPU code (the NPU's knob is HF32)."""
+from __future__ import annotations
+
+import ast
+
+from ascend_lint.rule import Applicability, Docs, Edit, Rule
+
+from ._common import in_backend_switch, npu_fix
+
+# CUDA flag -> (torch.npu twin below `torch.`, the twin's default on Ascend)
+HF32_TWINS = {
+    "torch.backends.cuda.matmul.allow_tf32": ("npu.matmul.allow_hf32", "False"),
+    "torch.backends.cudnn.allow_tf32": ("npu.conv.allow_hf32", "True"),
+}
+
+
+class Tf32FlagOnNpu(Rule):
+    code = "ASC604"
+    name = "tf32-flag-on-npu"
+    message = "`{flag}` does nothing on Ascend: set `torch.{twin}` (default {default}) instead"
+    npu_context = True
+    silent_when_auto_migrated = True
+    fix_applicability = Applicability.SAFE
+    triggers = ("allow_tf32",)
+    docs = Docs(
+        what="Flags assignments to `torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32` "
+             "in NPU code.",
+        why="The CUDA TF32 switches are not wired to the NPU. Ascend's reduced-precision fp32 mode for the Cube "
+            "unit is HF32, switched by `torch.npu.matmul.allow_hf32` (default False) and "
+            "`torch.npu.conv.allow_hf32` (default True): setting the CUDA flag leaves the NPU at its defaults, "
+            "so the precision/speed trade-off the script asked for silently does not happen.",
+        example="""
+            import torch
+            import torch_npu
+
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        """,
+        use_instead="""
+            import torch
+            import torch_npu
+
+            torch.npu.matmul.allow_hf32 = True
+            torch.npu.conv.allow_hf32 = True
+        """,
+        fix_safety="Safe where the file imports `torch_npu`: the assigned flag is replaced by its HF32 twin, "
+                   "the value is kept (the same precision intent on the NPU). Unsafe otherwise: the fix also "
+                   "adds `import torch_npu`. No fix when the file has no name for the `torch` module.",
+        source="torch_npu/npu/__init__.py (`matmul = npu_config._allowHF32Matmul()`, `conv = "
+               "npu_config._allowHF32Conv()`) and torch_npu/csrc/framework/LazyInitAclops.cpp (defaults).",
+    )
+    flagged = (
+        "import torch\nimport torch_npu\ntorch.backends.cuda.matmul.allow_tf32 = True",
+        "import torch\nimport torch_npu\ntorch.backends.cudnn.allow_tf32 = False",
+        "import torch_npu\nfrom torch.backends import cudnn\ncudnn.allow_tf32 = True",
+        "import torch\ndevice = 'npu'\ntorch.backends.cuda.matmul.allow_tf32 = True",
+    )
+    clean = (
+        "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True",  # no NPU context
+        "import torch\nimport torch_npu\nfrom torch_npu.contrib import transfer_to_npu\n"
+        "torch.backends.cuda.matmul.allow_tf32 = True",
+        "import torch\nimport torch_npu\ntorch.npu.matmul.allow_hf32 = True",
+        "import torch\nimport torch_npu\nprint(torch.backends.cuda.matmul.allow_tf32)",
+        "import torch\nimport torch_npu\nif is_npu:\n    torch.npu.matmul.allow_hf32 = True\n"
+        "else:\n    torch.backends.cuda.matmul.allow_tf32 = True",
+    )
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._check(target)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check(node.target)
+
+    def _check(self, target: ast.expr) -> None:
+        flag = self.ctx.qualname(target)
+        if flag not in HF32_TWINS or in_backend_switch(self.ctx):
+            return
+        twin, default = HF32_TWINS[flag]
+        torch_name = self.ctx.alias_for("torch")
+        fix = None
+        if torch_name is not None and not self.ctx.is_local(torch_name):
+            fix = npu_fix(self.ctx, f"Set `torch.{twin}` instead", Edit("replace", self.ctx.span(target),
+                                                                     f"{torch_name}.{twin}"))
+        self.report(target, flag=flag, twin=twin, default=default, fix=fix)

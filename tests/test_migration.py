@@ -1,0 +1,371 @@
+"""Pack `migration` (ASC601-ASC604): every flagged form, the near-misses, fix data and the twin table."""
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+
+import pytest
+
+from ascend_lint.rule import Applicability
+from ascend_lint_plugins.migration.twins import TWINS, lookup
+from conftest import lint
+
+
+def found(src, code):
+    return [f for f in lint(src, select=[code]) if f.code == code]
+
+
+def apply(src, finding):
+    """Apply a finding's `replace` edits to the source (a stand-in for the libcst fixer)."""
+    lines = textwrap.dedent(src).splitlines(keepends=True)
+    for edit in sorted(finding.fix.edits, key=lambda e: (e.span.line, e.span.col), reverse=True):
+        assert edit.op == "replace"
+        s = edit.span
+        assert s.line == s.end_line, "single-line edits only in these tests"
+        line = lines[s.line - 1]
+        lines[s.line - 1] = line[: s.col] + edit.text + line[s.end_col:]
+    out = "".join(lines)
+    ast.parse(out)
+    return out
+
+
+# --------------------------------------------------------------------------- a realistic port
+PORT = """
+    import os
+
+    import torch
+    import torch.distributed as dist
+    import torch_npu
+    from torch.cuda.amp import GradScaler, autocast
+
+
+    def setup(rank, world_size):
+        torch.cuda.set_device(rank)                                     # ASC603
+        dist.init_process_group("nccl", rank=rank, world_size=world_size)  # ASC602
+        return torch.device(f"cuda:{rank}")                             # ASC601
+
+
+    def train(model, loader, optimizer, rank):
+        torch.backends.cuda.matmul.allow_tf32 = True                    # ASC604
+        model = model.cuda(rank)                                        # ASC601
+        scaler = GradScaler()
+        for images, target in loader:
+            images = images.to("cuda", non_blocking=True)               # ASC601
+            with autocast():
+                loss = model(images, target.cuda())                     # ASC601
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        if torch.cuda.is_available():                                   # ASC603
+            torch.cuda.empty_cache()                                    # ASC603
+"""
+
+
+def expected_lines(src, prefix):
+    out = []
+    for i, line in enumerate(textwrap.dedent(src).splitlines(), 1):
+        m = re.search(r"#\s*(ASC\d+)", line)
+        if m and m.group(1).startswith(prefix):
+            out.append((i, m.group(1)))
+    return sorted(out)
+
+
+def test_realistic_port_reports_each_leftover_once():
+    findings = lint(PORT, select=["ASC6"])
+    got = sorted((f.line, f.code) for f in findings)
+    imports = [(7, "ASC603"), (7, "ASC603")]  # GradScaler and autocast, reported at the import
+    assert got == sorted(expected_lines(PORT, "ASC6") + imports)
+    fixable_lines = {f.line for f in findings if f.fix is not None and f.fix.applicability == Applicability.SAFE}
+    assert fixable_lines == {line for line, _ in got}  # the import's fix rides on its first name
+
+
+def test_transfer_to_npu_silences_the_whole_pack():
+    src = PORT.replace("import torch_npu\n", "import torch_npu\n    from torch_npu.contrib import transfer_to_npu\n")
+    assert lint(src, select=["ASC6"]) == []
+
+
+def test_mindspeed_llm_import_counts_as_runtime_migration():
+    src = "import torch\nfrom mindspeed_llm.training import utils\ntorch.cuda.synchronize()\nx = y.cuda()\n"
+    assert lint(src, select=["ASC6"]) == []
+
+
+def test_no_npu_context_no_findings():
+    assert lint(PORT.replace("import torch_npu\n", ""), select=["ASC6"]) == []
+
+
+def test_target_npu_forces_the_pack_on():
+    src = "import torch\ntorch.cuda.synchronize()\n"
+    assert lint(src, select=["ASC603"]) == []
+    assert [f.code for f in lint(src, select=["ASC603"], target="npu")] == ["ASC603"]
+
+
+# --------------------------------------------------------------------------- ASC601
+@pytest.mark.parametrize("line, fixed", [
+    ("m = model.cuda()", "m = model.npu()"),
+    ("x = batch['x'].cuda(non_blocking=True)", "x = batch['x'].npu(non_blocking=True)"),
+    ("x = (a + b).cuda(0)", "x = (a + b).npu(0)"),
+    ("d = torch.device('cuda')", "d = torch.device('npu')"),
+    ('d = torch.device("cuda:1")', 'd = torch.device("npu:1")'),
+    ("d = torch.device('cuda', rank)", "d = torch.device('npu', rank)"),
+    ("d = torch.device('cuda:{}'.format(rank))", "d = torch.device('npu:{}'.format(rank))"),
+    ("d = torch.device(f'cuda:{rank}')", "d = torch.device(f'npu:{rank}')"),
+    ("d = torch.device(F'cuda:{args.local_rank}')", "d = torch.device(F'npu:{args.local_rank}')"),
+    ("x = x.to('cuda:0')", "x = x.to('npu:0')"),
+    ("z = torch.zeros(3, device='cuda')", "z = torch.zeros(3, device='npu')"),
+    ("sd = torch.load(p, map_location='cuda:0')", "sd = torch.load(p, map_location='npu:0')"),
+    ("ctx = torch.autocast('cuda', dtype=torch.bfloat16)", "ctx = torch.autocast('npu', dtype=torch.bfloat16)"),
+    ("ctx = torch.autocast(device_type='cuda')", "ctx = torch.autocast(device_type='npu')"),
+    ("device = 'cuda'", "device = 'npu'"),
+    ("self_device = r'cuda:0'", "self_device = r'npu:0'"),
+])
+def test_asc601_forms_and_fix(line, fixed):
+    src = f"import torch\nimport torch_npu\n{line}\n"
+    (f,) = found(src, "ASC601")
+    assert f.fix.applicability == Applicability.SAFE and not f.fix.imports
+    assert apply(src, f).splitlines()[-1] == fixed
+
+
+def test_asc601_without_torch_npu_import_is_unsafe_and_adds_it():
+    src = "import torch\ndevice = 'npu'\nmodel = model.cuda()\n"
+    (f,) = found(src, "ASC601")
+    assert f.fix.applicability == Applicability.UNSAFE and f.fix.imports == ("torch_npu",)
+
+
+@pytest.mark.parametrize("line", [
+    "ok = device == 'cuda'",
+    "name = 'cuda'",
+    "print('cuda:0')",
+    "msg = f'cuda:{rank} is busy'",
+    "fmt = 'cuda:{} {}'.format(a, b)",
+    "x = torch.cuda.current_device()",
+    "x = x.npu()",
+    "x = x.to('npu:0')",
+    "x = x.to(device)",
+])
+def test_asc601_near_misses(line):
+    assert found(f"import torch\nimport torch_npu\n{line}\n", "ASC601") == []
+
+
+def test_asc601_backend_switches_are_deliberate():
+    src = """
+        import torch
+        import torch_npu
+
+        def place(model, args):
+            if args.device_type == "npu":
+                model = model.npu()
+            elif torch.cuda.is_available():
+                model = model.cuda()
+            dev = torch.device("npu" if is_npu_available() else "cuda")
+            return model.to(dev)
+    """
+    assert found(src, "ASC601") == []
+
+
+def test_asc601_cuda_guard_alone_is_not_a_switch():
+    src = """
+        import torch
+        import torch_npu
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    """
+    assert [f.line for f in found(src, "ASC601")] == [5]
+
+
+# --------------------------------------------------------------------------- ASC602
+@pytest.mark.parametrize("line", [
+    "dist.init_process_group(backend='nccl')",
+    "dist.init_process_group('nccl', init_method='env://')",
+    "torch.distributed.init_process_group(backend=\"nccl\", world_size=2, rank=0)",
+    "g = dist.new_group([0, 1], backend='nccl')",
+])
+def test_asc602_forms_and_fix(line):
+    src = f"import torch\nimport torch.distributed as dist\nimport torch_npu\n{line}\n"
+    (f,) = found(src, "ASC602")
+    assert f.fix.applicability == Applicability.SAFE
+    out = apply(src, f).splitlines()[-1]
+    assert "hccl" in out and "nccl" not in out
+
+
+def test_asc602_bound_backend_is_reported_without_fix():
+    src = """
+        import torch.distributed as dist
+        import torch_npu
+
+        def init(rank):
+            backend = "nccl"
+            dist.init_process_group(backend=backend, rank=rank)
+    """
+    (f,) = found(src, "ASC602")
+    assert f.fix is None and f.line == 7
+
+
+def test_asc602_rebinding_is_followed():
+    src = """
+        import torch.distributed as dist
+        import torch_npu
+
+        def init(rank):
+            backend = "nccl"
+            backend = "hccl"
+            dist.init_process_group(backend=backend, rank=rank)
+    """
+    assert found(src, "ASC602") == []
+
+
+@pytest.mark.parametrize("line", [
+    "dist.init_process_group(backend='hccl')",
+    "dist.init_process_group(backend='gloo')",
+    "dist.init_process_group(backend=args.dist_backend)",
+    "dist.init_process_group(backend='hccl' if is_npu else 'nccl')",
+    "same = dist.get_backend() == 'nccl'",
+    "other.init(backend='nccl')",
+])
+def test_asc602_near_misses(line):
+    assert found(f"import torch.distributed as dist\nimport torch_npu\n{line}\n", "ASC602") == []
+
+
+# --------------------------------------------------------------------------- ASC603
+@pytest.mark.parametrize("line, fixed", [
+    ("torch.cuda.synchronize()", "torch.npu.synchronize()"),
+    ("torch.cuda.set_device(local_rank)", "torch.npu.set_device(local_rank)"),
+    ("n = torch.cuda.device_count()", "n = torch.npu.device_count()"),
+    ("torch.cuda.manual_seed_all(seed)", "torch.npu.manual_seed_all(seed)"),
+    ("mb = torch.cuda.max_memory_allocated() / 2**20", "mb = torch.npu.max_memory_allocated() / 2**20"),
+    ("s = torch.cuda.Stream()", "s = torch.npu.Stream()"),
+    ("e = torch.cuda.Event(enable_timing=True)", "e = torch.npu.Event(enable_timing=True)"),
+    ("scaler = torch.cuda.amp.GradScaler(init_scale=2.**16)", "scaler = torch.npu.amp.GradScaler(init_scale=2.**16)"),
+    ("ctx = torch.cuda.amp.autocast(enabled=True)", "ctx = torch.npu.amp.autocast(enabled=True)"),
+    ("torch.cuda.current_stream().synchronize()", "torch.npu.current_stream().synchronize()"),
+    ("p = torch.cuda.get_device_properties(0).total_memory", "p = torch.npu.get_device_properties(0).total_memory"),
+    ("torch.cuda.memory._record_memory_history()", "torch.npu.memory._record_memory_history()"),
+])
+def test_asc603_one_to_one_twins_get_the_rename(line, fixed):
+    src = f"import torch\nimport torch_npu\n{line}\n"
+    (f,) = found(src, "ASC603")
+    assert f.fix.applicability == Applicability.SAFE
+    assert apply(src, f).splitlines()[-1] == fixed
+
+
+def test_asc603_keeps_the_torch_alias():
+    src = "import torch as th\nimport torch_npu\nth.cuda.synchronize()\n"
+    (f,) = found(src, "ASC603")
+    assert apply(src, f).splitlines()[-1] == "th.npu.synchronize()"
+
+
+@pytest.mark.xfail(reason="walker: a decorator line is visited only when the `def` line holds a trigger",
+                   strict=False)
+def test_asc603_decorator_form():
+    src = "import torch\nimport torch_npu\n@torch.cuda.amp.autocast()\ndef forward(x):\n    return x\n"
+    (f,) = found(src, "ASC603")
+    assert f.line == 3 and f.fix is not None
+
+
+def test_asc603_from_import_is_reported_at_the_import_and_fixed_there():
+    src = ("import torch_npu\nfrom torch.cuda.amp import autocast, GradScaler as Scaler\n"
+           "scaler = Scaler()\nwith autocast():\n    pass\n")
+    fs = found(src, "ASC603")
+    assert [f.line for f in fs] == [2, 2]
+    fixes = [f.fix for f in fs if f.fix is not None]
+    assert len(fixes) == 1 and fixes[0].applicability == Applicability.SAFE
+    assert apply(src, fs[0]).splitlines()[1] == "from torch_npu.npu.amp import autocast, GradScaler as Scaler"
+
+
+def test_asc603_from_import_with_a_non_twin_has_no_fix():
+    src = "import torch_npu\nfrom torch.cuda import synchronize, nvtx\n"
+    fs = found(src, "ASC603")
+    assert len(fs) == 2 and all(f.fix is None for f in fs)
+
+
+def test_asc603_spelling_that_cannot_be_kept_gets_no_fix():
+    src = "import torch_npu\nfrom torch import cuda\ncuda.synchronize()\n"
+    (f,) = found(src, "ASC603")
+    assert f.fix is None and "torch.npu.synchronize" in f.message
+
+
+def test_asc603_unsafe_without_torch_npu_import():
+    src = "import torch\nx = y.to('npu')\ntorch.cuda.synchronize()\n"
+    (f,) = found(src, "ASC603")
+    assert f.fix.applicability == Applicability.UNSAFE and f.fix.imports == ("torch_npu",)
+
+
+@pytest.mark.parametrize("line, words", [
+    ("g = torch.cuda.CUDAGraph()", ["torch.npu.NPUGraph", "not a drop-in"]),
+    ("t = torch.cuda.DoubleTensor(3)", ["float64"]),
+    ("torch.cuda.nvtx.range_push('fwd')", ["no torch.npu twin", "mstx"]),
+    ("a = torch.cuda.get_arch_list()", ["no torch.npu twin"]),
+    ("major, minor = torch.cuda.get_device_capability()", ["no torch.npu twin", "compatibility"]),
+])
+def test_asc603_differing_or_missing_twins_have_a_note_and_no_fix(line, words):
+    (f,) = found(f"import torch\nimport torch_npu\n{line}\n", "ASC603")
+    assert f.fix is None
+    for word in words:
+        assert word in f.message
+
+
+@pytest.mark.parametrize("line", [
+    "m = torch.cuda",
+    "torch.npu.synchronize()",
+    "err = torch.cuda.OutOfMemoryError",
+    "x = torch.cuda.some_future_api()",
+    "n = torch.npu.device_count() if on_npu else torch.cuda.device_count()",
+])
+def test_asc603_near_misses(line):
+    assert found(f"import torch\nimport torch_npu\n{line}\n", "ASC603") == []
+
+
+def test_asc603_elif_after_an_npu_branch_is_deliberate():
+    src = """
+        import torch
+        import torch_npu
+
+        def sync():
+            if hasattr(torch, "npu") and torch.npu.is_available():
+                torch.npu.synchronize()
+            elif torch.cuda.is_available():
+                torch.cuda.synchronize()
+    """
+    assert found(src, "ASC603") == []
+
+
+def test_twin_table_entries_are_well_formed():
+    for name, twin in TWINS.items():
+        if twin.exact:
+            assert twin.npu == f"torch.npu.{name}", name
+        else:
+            assert twin.note, f"{name}: a twin that differs (or is missing) needs a note"
+        assert twin.npu is None or twin.npu.startswith("torch.npu.")
+    assert lookup("amp.autocast").exact and lookup("nvtx.range_push").npu is None
+    assert lookup("amp") is None and lookup("not_there") is None
+
+
+# --------------------------------------------------------------------------- ASC604
+@pytest.mark.parametrize("line, fixed", [
+    ("torch.backends.cuda.matmul.allow_tf32 = True", "torch.npu.matmul.allow_hf32 = True"),
+    ("torch.backends.cudnn.allow_tf32 = False", "torch.npu.conv.allow_hf32 = False"),
+])
+def test_asc604_forms_and_fix(line, fixed):
+    src = f"import torch\nimport torch_npu\n{line}\n"
+    (f,) = found(src, "ASC604")
+    assert f.fix.applicability == Applicability.SAFE
+    assert apply(src, f).splitlines()[-1] == fixed
+
+
+def test_asc604_alias_and_from_import():
+    src = "import torch as th\nimport torch_npu\nfrom torch.backends import cudnn\ncudnn.allow_tf32 = True\n"
+    (f,) = found(src, "ASC604")
+    assert apply(src, f).splitlines()[-1] == "th.npu.conv.allow_hf32 = True"
+    src = "import torch_npu\nfrom torch.backends import cudnn\ncudnn.allow_tf32 = True\n"
+    (f,) = found(src, "ASC604")
+    assert f.fix is None and "torch.npu.conv.allow_hf32" in f.message
+
+
+@pytest.mark.parametrize("line", [
+    "torch.npu.matmul.allow_hf32 = True",
+    "flag = torch.backends.cuda.matmul.allow_tf32",
+    "torch.backends.cudnn.benchmark = True",
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False",
+])
+def test_asc604_near_misses(line):
+    assert found(f"import torch\nimport torch_npu\n{line}\n", "ASC604") == []
