@@ -16,6 +16,11 @@ FORMATS: Dict[str, str] = {
     "full": "ascend_lint.reporters.text:render_full",
     "concise": "ascend_lint.reporters.text:render_concise",
     "json": "ascend_lint.reporters.json_format:render",
+    "json-lines": "ascend_lint.reporters.json_lines:render",
+    "github": "ascend_lint.reporters.github:render",
+    "sarif": "ascend_lint.reporters.sarif:render",
+    "gitlab": "ascend_lint.reporters.gitlab:render",
+    "junit": "ascend_lint.reporters.junit:render",
 }
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
