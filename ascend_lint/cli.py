@@ -216,8 +216,13 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) ->
     if settings.fix or args.diff:
         from .fixer import fix_stdin
 
-        text, fixed, result = fix_stdin(raw, result, linter, settings, diff=args.diff)
-        sys.stdout.write(text)
+        output, fixed, result = fix_stdin(raw, result, linter, settings, diff=args.diff)
+        if isinstance(output, bytes):  # the fixed source, in the input's own encoding and newlines
+            sys.stdout.flush()
+            sys.stdout.buffer.write(output)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(output)
         if args.diff:
             return EXIT_FINDINGS if fixed else EXIT_OK
         return EXIT_FINDINGS if result.findings and not args.exit_zero else EXIT_OK
@@ -226,6 +231,10 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) ->
 
 def emit(args, settings: Settings, registry: Registry, results: Sequence[FileResult], fixed: int) -> int:
     findings = sorted_findings(results)
+    if settings.extend_safe_fixes or settings.extend_unsafe_fixes:
+        from .fixer import apply_fix_settings  # cheap: libcst is imported only to apply a fix
+
+        apply_fix_settings(findings, settings)
     sources = {r.path: split_lines(r.source.text) for r in results if r.findings and r.source is not None}
     fmt = settings.output_format or "full"
     if fmt not in FORMATS:
