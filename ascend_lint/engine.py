@@ -95,7 +95,8 @@ class Linter:
     def lint_source(self, source: SourceFile, tree: Optional[ast.Module] = None) -> FileResult:
         result = FileResult(source.path, source=source)
         try:
-            result.findings = self.check(source.text, source.path, tree)
+            with _gc_paused():  # the tree dies (by refcount) inside: no cyclic GC pass over it
+                result.findings = self.check(source.text, source.path, tree)
         except SourceError as exc:
             result.findings = [error_finding(source.path, exc.reason, exc.line, exc.col)]
         return result
@@ -127,7 +128,16 @@ class Linter:
         rules = self.rules_for(path)
         if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
             rules = [r for r in rules if not r.npu_context]
-        rules = [r for r in rules if not r.triggers or any(t in text for t in r.triggers)]
+        present: Dict[str, bool] = {}  # trigger -> occurs in the text (each text is scanned once)
+
+        def occurs(trigger: str) -> bool:
+            found = present.get(trigger)
+            if found is None:
+                found = present[trigger] = trigger in text
+            return found
+
+        rules = [r for r in rules
+                 if any(occurs(t) for t in r.file_triggers or ("",)) and any(occurs(t) for t in r.triggers or ("",))]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
             return []
         if tree is None:
@@ -148,13 +158,11 @@ class Linter:
         prune = True
         for inst in instances:
             if inst.triggers:
-                triggers.extend(inst.triggers)
+                triggers.extend(t for t in inst.triggers if present.get(t) is not False)
             else:
                 prune = False
-            for name in inst.handler_names():
-                node_type = getattr(ast, name[len("visit_"):], None)
-                if node_type is not None:
-                    table.setdefault(node_type, []).append(getattr(inst, name))
+            for node_type, name in _handlers(type(inst)):
+                table.setdefault(node_type, []).append(getattr(inst, name))
         hit_lines = trigger_lines(text, sorted(set(triggers))) if prune else None
         try:
             Walker(ctx, table, hit_lines).run()
@@ -165,9 +173,25 @@ class Linter:
         except Exception as exc:  # a rule bug must not end the run: report it on this file
             raise SourceError(f"internal error in rule {_failing_rule(exc)} ({exc!r}); please report it") from None
         findings: List[Finding] = [f for inst in instances for f in inst.findings]
-        findings = noqa.filter_findings(findings, ctx.lines if line_noqa else [], text)
+        findings = noqa.filter_findings(findings, ctx.lines if line_noqa and findings else [], text)
         findings.sort(key=Finding.sort_key)
         return _dedupe(findings)
+
+
+_HANDLERS: Dict[type, List[Tuple[type, str]]] = {}
+
+
+def _handlers(rule: Type[Rule]) -> List[Tuple[type, str]]:
+    """(ast node type, method name) of a rule class's visit_<Node> handlers, computed once per class."""
+    found = _HANDLERS.get(rule)
+    if found is None:
+        found = []
+        for name in rule.handler_names():
+            node_type = getattr(ast, name[len("visit_"):], None)
+            if node_type is not None:
+                found.append((node_type, name))
+        _HANDLERS[rule] = found
+    return found
 
 
 def _failing_rule(exc: BaseException) -> str:

@@ -126,7 +126,12 @@ class Rule:
     silent_when_auto_migrated: ClassVar[bool] = False  # silent where transfer_to_npu is imported
     fix_applicability: ClassVar[Optional[Applicability]] = None  # the best fix it can offer
     options: ClassVar[Dict[str, Any]] = {}
-    triggers: ClassVar[Tuple[str, ...]] = ()  # a file must contain one of these to be checked
+    # Cheap pre-filters. A file is checked only if it contains one of `file_triggers` (by default the
+    # framework names: code that mentions neither torch nor mindspore nor apex cannot match) AND one of
+    # `triggers`; inside it, a statement is descended into only if its lines contain one of `triggers`
+    # of some enabled rule. List every text the handlers need to see.
+    file_triggers: ClassVar[Tuple[str, ...]] = ("torch", "mindspore", "mindformers", "apex")
+    triggers: ClassVar[Tuple[str, ...]] = ()
     docs: ClassVar[Docs] = Docs(what="", why="")
     flagged: ClassVar[Tuple[str, ...]] = ()  # inline examples that must report `code`
     clean: ClassVar[Tuple[str, ...]] = ()  # inline examples that must not
