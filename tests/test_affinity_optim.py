@@ -84,7 +84,10 @@ def segment(src: str, span: Span) -> str:
         + lines[span.end_line - 1][:span.end_col]
 
 
-def apply_replace(src: str, span: Span, text: str) -> str:
+def apply_replace(src: str, span: Span, text: str, block_indent: str = "") -> str:
+    """Apply a replace edit as the libcst fixer does: continuation lines of `text` are relative to the
+    indentation of the block holding the statement."""
+    text = text.replace("\n", "\n" + block_indent)
     lines = textwrap.dedent(src).splitlines(keepends=True)
     before = "".join(lines[:span.line - 1]) + lines[span.line - 1][:span.col]
     after = lines[span.end_line - 1][span.end_col:] + "".join(lines[span.end_line:])
@@ -104,7 +107,7 @@ def test_mobilenet_with_apex_o2_and_identical_groups():
     (groups,) = found["ASC302"]
     assert groups.line == 25 and "groups 1 and 2" in groups.message
     edit = groups.fix.edits[0]
-    fixed = apply_replace(MOBILENET_APEX, edit.span, edit.text)
+    fixed = apply_replace(MOBILENET_APEX, edit.span, edit.text, block_indent="    ")
     assert ('{"params": [*model.features.parameters(), *model.classifier.parameters()], "lr": args.lr, '
             '"weight_decay": 4e-5},') in fixed
     assert fixed.count('"params"') == 1 and "], momentum=0.9)" in fixed
@@ -231,7 +234,7 @@ def test_asc302_multiline_list_through_a_local_name():
     '''
     (f,) = by_code(src)["ASC302"]
     assert f.line == 7
-    fixed = apply_replace(src, f.fix.edits[0].span, f.fix.edits[0].text)
+    fixed = apply_replace(src, f.fix.edits[0].span, f.fix.edits[0].text, block_indent="    ")
     assert fixed == textwrap.dedent('''
     def build(model, lr):
         backbone = [p for n, p in model.named_parameters() if "head" not in n]
@@ -241,6 +244,25 @@ def test_asc302_multiline_list_through_a_local_name():
             {"params": model.bias_params(), "lr": lr, "weight_decay": 0},
         ]
         return torch.optim.SGD(groups, momentum=0.9)
+    ''')
+
+
+def test_asc302_multiline_groups_keep_their_layout():
+    src = textwrap.dedent('''
+    def build(model):
+        return torch.optim.AdamW([{"params": model.enc.parameters(),
+                                   "lr": 1e-4},
+                                  {"params": model.dec.parameters(), "lr": 1e-3},
+                                  {"lr": 1e-4,
+                                   "params": model.head.parameters()}], weight_decay=0.05)
+    ''')
+    (f,) = by_code(src)["ASC302"]
+    assert "groups 1 and 3" in f.message
+    fixed = apply_replace(src, f.fix.edits[0].span, f.fix.edits[0].text, block_indent="    ")
+    assert fixed == textwrap.dedent('''
+    def build(model):
+        return torch.optim.AdamW([{"params": [*model.enc.parameters(), *model.head.parameters()], "lr": 1e-4},
+                                  {"params": model.dec.parameters(), "lr": 1e-3}], weight_decay=0.05)
     ''')
 
 

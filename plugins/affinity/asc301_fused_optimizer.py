@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -52,6 +53,23 @@ def is_fused_optimizer(qual: Optional[str]) -> bool:
     return bool(qual) and qual.startswith(FUSED_MODULES) and qual.rsplit(".", 1)[-1].startswith("NpuFused")
 
 
+def _group_params(group: ast.Dict) -> Optional[ast.expr]:
+    for key, value in zip(group.keys, group.values):
+        if isinstance(key, ast.Constant) and key.value == "params":
+            return value
+    return None
+
+
+def in_test_code(ctx) -> bool:
+    """A test module (`test_*.py`, `*_test.py`) or a `test*` function / `Test*` class: tests exercise the
+    reference torch classes on purpose."""
+    base = os.path.basename(ctx.path)
+    if base.startswith("test_") or base.endswith("_test.py"):
+        return True
+    return any((s.kind == "function" and s.name.startswith("test")) or (s.kind == "class" and s.name.startswith("Test"))
+               for s in ctx.scopes)
+
+
 def imported_fused(ctx) -> List[str]:
     """Fused optimizer classes the file imports by name (`from torch_npu.optim import NpuFusedSGD as F`)."""
     return sorted(q for q in ctx.aliases.values() if is_fused_optimizer(q))
@@ -72,7 +90,7 @@ class FusedOptimizerAvailable(Rule):
     message = "`{torch_name}` has an NPU fused twin: use `{fused_name}`{note}"
     npu_context = True
     fix_applicability = Applicability.UNSAFE
-    triggers = ("SGD", "Adam", "Adadelta", "RMSprop", "optim", "NpuFused", "parameters")
+    triggers = ("SGD", "Adam", "Adadelta", "RMSprop", "optim", "Fused", "parameters")
     docs = Docs(
         what="Flags construction of `torch.optim.SGD`, `Adam`, `AdamW`, `Adadelta` or `RMSprop` in NPU "
              "code: each has a fused twin in `torch_npu.optim` (`NpuFusedSGD`, `NpuFusedAdam`, "
@@ -84,8 +102,11 @@ class FusedOptimizerAvailable(Rule):
             "launches per group: in the MobileNetV1 tuning case replacing `torch.optim.SGD` with "
             "`NpuFusedSGD` raised throughput (images/s). Ascend's profiler advisor makes the same "
             "recommendation when it sees `SGD.step` / `AdamW.step` in a timeline.",
-        known_problems="Not flagged where the file also constructs the fused twin of the same class (an "
-                       "explicit `if fused: NpuFusedAdam(...) else: torch.optim.Adam(...)` choice). On Atlas "
+        known_problems="Not flagged where the file also constructs a fused implementation of the same algorithm "
+                       "(an explicit `if fused: NpuFusedAdam(...) else: torch.optim.Adam(...)` choice, or a "
+                       "project's own `...FusedAdamW`), nor for a throwaway optimizer over fresh tensors that only "
+                       "drives an LR scheduler, nor in test code (`test_*.py`, `test*` functions, `Test*` classes), which "
+                       "uses the reference torch class on purpose. On Atlas "
                        "A2/A3 recent torch_npu already runs `torch.optim` with the foreach implementation, so "
                        "the gain is smaller there. The fused classes accept fp32/fp16 parameters only (not "
                        "bf16), and `zero_grad(set_to_none=True)` raises on them (see ASC307).",
@@ -142,6 +163,15 @@ class FusedOptimizerAvailable(Rule):
         # referenced, not constructed; subclassed
         "import torch, torch_npu\nOPTIMIZERS = {'sgd': torch.optim.SGD, 'adam': torch.optim.Adam}",
         "import torch, torch_npu\nclass MySGD(torch.optim.SGD):\n    pass",
+        # a project's own fused AdamW offered next to the plain one
+        "import torch, torch_npu\nfrom .fused import FunctionalFusedAdamW\ndef build(ps, fused):\n"
+        "    if fused:\n        return FunctionalFusedAdamW(ps)\n    return torch.optim.AdamW(ps, foreach=False)",
+        # a dummy optimizer that only drives an LR scheduler
+        "import torch, torch_npu\nopt = torch.optim.Adam([{'params': [torch.nn.Parameter(torch.randn(1))], 'lr': 0.1}])\n"
+        "sched = torch.optim.lr_scheduler.StepLR(opt, 10)",
+        "import torch, torch_npu\nopt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)",
+        # a unit test
+        "import torch, torch_npu\ndef test_compress():\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)",
         # the explicit fallback of a fused path in the same file
         "import torch, torch_npu\nif args.npu_fused:\n    opt = torch_npu.optim.NpuFusedAdam(ps, lr=1e-3)\nelse:\n"
         "    opt = torch.optim.Adam(ps, lr=1e-3)",
@@ -154,18 +184,32 @@ class FusedOptimizerAvailable(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         qual = self.ctx.call_name(node)
-        if is_fused_optimizer(qual):
-            self._fused_seen.add(qual.rsplit(".", 1)[-1])
+        func = node.func
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if "Fused" in last:  # NpuFusedAdam, apex FusedAdam, a project's FunctionalFusedAdamW, ...
+            self._fused_seen.add(last.rsplit("Fused", 1)[-1])
             return
         torch_name = torch_optimizer(qual)
-        if torch_name is not None:
+        if torch_name is not None and not self._dummy(node) and not in_test_code(self.ctx):
             self._candidates.append((node, torch_name))
 
+    def _dummy(self, node: ast.Call) -> bool:
+        """A throwaway optimizer over fresh tensors (`Adam([nn.Parameter(torch.randn(1))])`), built only to
+        drive an LR scheduler or a test: it never updates a model."""
+        arg = self.ctx.resolve(node.args[0]) if node.args else None
+        if not isinstance(arg, ast.List) or not arg.elts:
+            return False
+        groups = [self.ctx.resolve(_group_params(e)) if isinstance(e, ast.Dict) else None for e in arg.elts]
+        tensors = [t for g in groups if isinstance(g, ast.List) for t in g.elts] if all(
+            isinstance(g, ast.List) for g in groups) else arg.elts
+        return bool(tensors) and all(isinstance(t, ast.Call) and (self.ctx.call_name(t) or "").startswith("torch.")
+                                     for t in tensors)
+
     def end_file(self) -> None:
-        self._fused_seen.update(q.rsplit(".", 1)[-1] for q in imported_fused(self.ctx))
+        self._fused_seen.update(q.rsplit("Fused", 1)[-1] for q in imported_fused(self.ctx))
         for node, torch_name in self._candidates:
             twin = FUSED_TWINS[torch_name]
-            if twin.fused in self._fused_seen:
+            if torch_name in self._fused_seen:
                 continue  # the file offers the fused class itself; this is the deliberate alternative
             unsupported = [f"`{kw.arg}=`" for kw in node.keywords if kw.arg is not None and kw.arg not in twin.params]
             note = f" (it does not accept {', '.join(unsupported)}: drop it first)" if unsupported else ""

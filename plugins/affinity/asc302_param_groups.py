@@ -10,7 +10,7 @@ from ascend_lint.semantic import argument
 
 # Callees that build optimizers: resolved modules, or an optimizer-like last name (local classes too).
 OPTIMIZER_MODULES = ("torch.optim.", "torch_npu.optim.", "apex.optimizers.", "timm.optim.", "transformers.",
-                     "bitsandbytes.optim.", "deepspeed.ops.", "mindspore.nn.", "mindspore.experimental.optim.")
+                     "bitsandbytes.optim.", "deepspeed.ops.")
 OPTIMIZER_NAME_RE = re.compile(r"(?i)optim|sgd|adam|lamb|lars|adagrad|adadelta|rmsprop|lion|adafactor|muon|"
                                r"momentum|novograd|sophia|lookahead")
 # `params` values that are certainly iterables of parameters, so `[*a, *b]` is correct.
@@ -45,7 +45,10 @@ class MergeableParamGroups(Rule):
     message = "param groups {groups} have identical options: merge them into one group ({merged}); each extra " \
               "group is another set of fused buffers and kernel launches"
     fix_applicability = Applicability.UNSAFE
-    triggers = ("params",)
+    # the call may not spell `params` (`SGD(groups)`): also every optimizer-like name the callee test accepts
+    triggers = ("params", "optim", "Optim", "SGD", "sgd", "Adam", "adam", "Lamb", "LAMB", "lamb", "LARS", "Lars", "lars",
+                "Adagrad", "Adadelta", "RMSprop", "Lion", "Adafactor", "Muon", "Momentum", "NovoGrad", "Sophia",
+                "Lookahead")
     docs = Docs(
         what="Flags an optimizer constructed with a literal list of param-group dicts in which two or more "
              "groups carry exactly the same options (same keys, same source for every value).",
@@ -55,7 +58,8 @@ class MergeableParamGroups(Rule):
             "launches per step, and a `torch.optim` foreach implementation batches per group too. (Older "
             "apex wording says only the first group is fused; current torch_npu fuses each group "
             "separately, so the cost is the extra launches.)",
-        known_problems="Values are compared by their source, so `lr` and `args.lr` are different even when "
+        known_problems="PyTorch optimizers only: MindSpore optimizers apply their update per parameter, so a group "
+                       "there costs no extra launches. Values are compared by their source, so `lr` and `args.lr` are different even when "
                        "equal at run time. Lists built dynamically (comprehensions, `append`) are not checked.",
         example="""
             optimizer = torch_npu.optim.NpuFusedSGD([
@@ -88,8 +92,12 @@ class MergeableParamGroups(Rule):
         # through a local name, `params=` keyword
         "def build(model, lr):\n    groups = [{'params': model.a.parameters(), 'lr': lr},"
         " {'params': model.b.parameters(), 'lr': lr}]\n    return torch.optim.AdamW(params=groups)",
+        # the list in a local name, the call spelling neither `params` nor `optim`
+        "import torch\nfrom torch.optim import SGD\ndef f(self):\n    groups = [\n"
+        "        {'params': self.a.parameters(), 'lr': 0.1},\n        {'params': self.b.parameters(), 'lr': 0.1},\n"
+        "    ]\n    return SGD(groups)",
         # a custom optimizer class
-        "from mylib import LARS\nopt = LARS([{'params': w, 'weight_decay': 0.0}, {'params': b, 'weight_decay': 0.0}])",
+        "import torch\nfrom mylib import LARS\nopt = LARS([{'params': w, 'weight_decay': 0.0}, {'params': b, 'weight_decay': 0.0}])",
     )
     clean = (
         # options differ
@@ -104,6 +112,8 @@ class MergeableParamGroups(Rule):
         "groups = []\nfor m in mods:\n    groups.append({'params': m.parameters(), 'lr': 0.1})\n"
         "opt = torch.optim.SGD(groups)",
         "opt = torch.optim.SGD([{'params': a, 'lr': 0.1}, {**extra, 'params': b, 'lr': 0.1}])",
+        # MindSpore: groups cost nothing extra
+        "from mindspore import nn\nopt = nn.SGD([{'params': a}, {'params': b}], learning_rate=0.1)",
         # not an optimizer call
         "rows = make_table([{'params': 1, 'lr': 0.1}, {'params': 2, 'lr': 0.1}])",
     )
@@ -114,7 +124,7 @@ class MergeableParamGroups(Rule):
         arg = argument(node, "params", 0)
         if arg is None:
             return
-        groups = self.ctx.resolve(arg)
+        groups, stmt = self._literal(arg)
         if not isinstance(groups, ast.List) or len(groups.elts) < 2:
             return
         classes: Dict[Tuple[Tuple[str, str], ...], List[int]] = {}
@@ -131,10 +141,24 @@ class MergeableParamGroups(Rule):
         if len(merges) > 1:
             label += " (and " + "; ".join(", ".join(str(i + 1) for i in m) for m in merges[1:]) + ")"
         merged = "`{'params': [" + ", ".join(f"*{_short(self._params_src(groups.elts[i]))}" for i in first) + "], ...}`"
-        self.report(groups.elts[first[1]], groups=label, merged=merged, fix=self._fix(groups, merges))
+        self.report(groups.elts[first[1]], groups=label, merged=merged, fix=self._fix(groups, merges, stmt))
+
+    def _literal(self, node: ast.expr) -> Tuple[ast.expr, Optional[ast.AST]]:
+        """Follow local names to the list they were bound to; also the statement holding that list."""
+        stmt = next((n for n in reversed(self.ctx.stack) if isinstance(n, ast.stmt)), None)
+        for _ in range(4):
+            if not isinstance(node, ast.Name):
+                break
+            bound = self.ctx.binding(node.id)
+            if bound is None or bound.value is None or bound.index is not None:
+                break
+            node, stmt = bound.value, bound.stmt
+        return node, stmt
 
     def _is_optimizer(self, node: ast.Call) -> bool:
         qual = self.ctx.call_name(node)
+        if qual is not None and qual.startswith("mindspore."):
+            return False  # MindSpore applies its optimizers per parameter: groups cost no extra launches
         if qual is not None and qual.startswith(OPTIMIZER_MODULES) and qual.rsplit(".", 1)[-1][:1].isupper():
             return True
         func = node.func
@@ -173,7 +197,7 @@ class MergeableParamGroups(Rule):
             node = value
         return False
 
-    def _fix(self, groups: ast.List, merges: List[List[int]]) -> Optional[Fix]:
+    def _fix(self, groups: ast.List, merges: List[List[int]], stmt: Optional[ast.AST]) -> Optional[Fix]:
         dropped = {i for members in merges for i in members[1:]}
         merged_at = {members[0]: members for members in merges}
         for members in merges:
@@ -201,6 +225,12 @@ class MergeableParamGroups(Rule):
                 text = "[" + (",\n" + " " * first.col_offset).join(parts) + "]"
             else:
                 text = "[\n" + "".join(f"{indent}{p},\n" for p in parts) + closing_indent + "]"
+        if "\n" in text and stmt is not None:
+            # continuation lines of a replaced expression are written relative to its statement's indentation
+            line = self.ctx.lines[stmt.lineno - 1]
+            base = line[: len(line) - len(line.lstrip())]
+            first_line, *rest = text.split("\n")
+            text = "\n".join([first_line] + [r[len(base):] if r.startswith(base) else r for r in rest])
         return Fix(Applicability.UNSAFE, "Merge the param groups with identical options",
                    (Edit("replace", self.ctx.span(groups), text),))
 

@@ -6,6 +6,9 @@ import re
 from typing import Optional
 
 from ascend_lint.rule import Docs, Rule
+from ascend_lint.semantic import is_step_call
+
+from .asc301_fused_optimizer import in_test_code
 
 # Identifiers that show the file runs (or can switch on) reduced precision somewhere: AMP contexts and
 # scalers, apex amp, MindSpore amp levels, half/bf16 casts and the usual `args.fp16` / `use_amp` switches.
@@ -13,6 +16,9 @@ EVIDENCE_RE = re.compile(
     r"(?i)autocast|scaler|scale_loss|loss_scal|(?:^|_)amp(?:$|_)|fp16|bf16|float16|mixed_precision|to_float|"
     r"build_train_network")
 HALF_ATTRS = ("half", "bfloat16", "float16")  # x.half(), torch.half, torch.bfloat16
+# A backward outside any loop counts only in a function named like a training step (a unit test of an
+# operator also calls `.backward()` once).
+STEP_FUNCTION_RE = re.compile(r"(?i)train|step|fit|update|epoch|learn|optimi")
 AMP_MODULES = ("apex.amp", "apex.fp16_utils", "torch.cuda.amp", "torch.npu.amp", "torch.amp", "torch_npu.npu.amp",
                "mindspore.amp", "deepspeed", "accelerate")
 
@@ -24,11 +30,11 @@ class NoMixedPrecision(Rule):
               "the loss with `torch.npu.amp.GradScaler()` so MatMul/Conv run in fp16 on the Cube unit"
     preview = True
     npu_context = True
-    triggers = ("backward", "autocast", "Scaler", "scaler", "amp", "scale_loss", "loss_scal", "fp16", "bf16",
+    triggers = ("backward", "step", "autocast", "Scaler", "scaler", "amp", "scale_loss", "loss_scal", "fp16", "bf16",
                 "float16", "half", "precision", "to_float", "build_train_network")
     docs = Docs(
-        what="Flags an NPU training script (one that calls `loss.backward()` in a step loop) that uses no mixed "
-             "precision at all: no `autocast`, no `GradScaler`, no apex `amp.initialize`/`amp.scale_loss`, no "
+        what="Flags an NPU PyTorch training script (one that calls `loss.backward()` in a step loop and steps an "
+             "optimizer) that uses no mixed precision at all: no `autocast`, no `GradScaler`, no apex `amp.initialize`/`amp.scale_loss`, no "
              "MindSpore `amp_level`/`to_float`, no half/bf16 cast and no `fp16`/`use_amp`-style switch.",
         why="The Ascend Cube unit computes matrix products in fp16 (bf16 on newer parts); an fp32 model "
             "runs its MatMul/Conv far slower or is silently down-cast by the default precision mode. The "
@@ -37,9 +43,13 @@ class NoMixedPrecision(Rule):
             "(ShuffleNetV2, MobileNetV1) starts from AMP.",
         known_problems="File-level: mixed precision set up in another module (a trainer passed a scaler, a "
                        "framework configured by a YAML file) is invisible; any AMP-looking name in the file "
-                       "(`scaler`, `args.fp16`, `use_amp`) keeps the rule silent. `x.backward(...)` calls with a "
+                       "(`scaler`, `args.fp16`, `use_amp`) keeps the rule silent. A `.backward()` outside any loop counts "
+                       "only in a function named like a training step (`train*`, `*step*`, `fit`, `update`), so an "
+                       "operator's unit test is not a training script. `x.backward(...)` calls with a "
                        "positional argument (`accelerator.backward(loss)`, DeepSpeed's `engine.backward(loss)`) "
-                       "are framework-managed and not counted.",
+                       "are framework-managed and not counted; a file without an optimizer step (a pipeline schedule that only "
+                       "runs forward/backward) is not a training script, and neither are test modules "
+                       "(`test_*.py`, `test*` functions, `Test*` classes) nor MindSpore files.",
         example="""
             import torch_npu
 
@@ -70,6 +80,9 @@ class NoMixedPrecision(Rule):
         "    loss.backward()\n    opt.step()",
         "import torch\nmodel = model.to('npu')\ndef train(loader):\n    for x, y in loader:\n"
         "        loss = crit(model(x), y)\n        loss.backward(retain_graph=True)\n        optimizer.step()",
+        # a per-step function called from the loop elsewhere
+        "import torch_npu\ndef train_step(model, batch, opt):\n    loss = model(batch)\n    loss.backward()\n"
+        "    opt.step()",
     )
     clean = (
         # torch/torch_npu native AMP, apex, a configurable switch, a half model, a scaler passed in
@@ -86,7 +99,15 @@ class NoMixedPrecision(Rule):
         "    loss.backward()\n    opt.step()",
         # not a training step loop: one backward outside a loop, a framework-managed backward
         "import torch_npu\nloss = crit(model(x), y)\nloss.backward()",
+        "import torch_npu\ndef check_shuffle():\n    out = ChannelShuffle(64)(x.npu())\n    out.sum().backward()\n"
+        "def train(loader):\n    for x in loader:\n        opt.zero_grad()\n        model(x).sum()\n        opt.step()",
         "import torch_npu\nfor batch in loader:\n    loss = model(batch)\n    accelerator.backward(loss)\n    opt.step()",
+        # no optimizer step in the file (a pipeline schedule), a unit test, a MindSpore file
+        "import torch, torch_npu\ndef forward_backward(model, batches):\n    for b in batches:\n"
+        "        model(b).backward()",
+        "import torch, torch_npu\nclass TestEma:\n    def test_step(self):\n        for _ in range(3):\n"
+        "            loss = model(x).sum()\n            loss.backward()\n            opt.step()",
+        "import mindspore\nfor x, y in data:\n    loss = net(x, y)\n    loss.backward()\n    optimizer.step()",
         # MindSpore amp level
         "import mindspore\nfrom mindspore import Model\nmodel = Model(net, loss, opt, amp_level='O2')\n"
         "for x, y in data:\n    y.backward()\n    opt.step()",
@@ -97,13 +118,30 @@ class NoMixedPrecision(Rule):
     def __init__(self, ctx, options=None) -> None:
         super().__init__(ctx, options)
         self._first_backward: Optional[ast.Call] = None
+        self._optimizer_step = False
         self._evidence = any(ctx.imports(m) for m in AMP_MODULES)
+        # only PyTorch training code: not MindSpore (or a torch API layer over it)
+        self._skip = not (ctx.imports("torch") or ctx.imports("torch_npu")) or ctx.imports("mindspore")
 
     def visit_Call(self, node: ast.Call) -> None:
+        if self._skip or self._evidence:
+            return
         func = node.func
-        if (self._first_backward is None and not self._evidence and isinstance(func, ast.Attribute)
-                and func.attr == "backward" and not node.args and self.ctx.in_step_loop()):
-            self._first_backward = node
+        if isinstance(func, ast.Attribute) and func.attr == "backward":
+            if self._first_backward is None and not node.args and self._in_training_step():
+                self._first_backward = node
+        elif not self._optimizer_step and is_step_call(node):
+            self._optimizer_step = True
+
+    def _in_training_step(self) -> bool:
+        ctx = self.ctx
+        if in_test_code(ctx):
+            return False  # a unit test, not a training script
+        loop = ctx.current_loop()
+        if loop is not None:
+            return ctx.is_step_loop(loop)
+        func = ctx.function
+        return func is not None and STEP_FUNCTION_RE.search(func.name) is not None
 
     def visit_Name(self, node: ast.Name) -> None:
         if not self._evidence and EVIDENCE_RE.search(node.id):
@@ -118,5 +156,5 @@ class NoMixedPrecision(Rule):
             self._evidence = True
 
     def end_file(self) -> None:
-        if self._first_backward is not None and not self._evidence:
+        if self._first_backward is not None and self._optimizer_step and not self._evidence and not self._skip:
             self.report(self._first_backward)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import List
+from typing import FrozenSet, List, Tuple
 
 from ascend_lint.rule import Docs, Rule
 
@@ -29,7 +29,8 @@ class ApexCombineDdp(Rule):
             "replaces framework DDP, which launches one bucketed all-reduce stream per bucket of small "
             "tensors and adds hooks on every parameter; on small-op bound steps that host work is what the "
             "Ascend tuning guides remove.",
-        known_problems="File-level: a DDP wrap in another module is not seen. Not flagged when `combine_ddp` is "
+        known_problems="File-level: a DDP wrap in another module is not seen; an `amp.initialize` in the other "
+                       "branch of an `if` than every DDP wrap (the single-device path) is not flagged. Not flagged when `combine_ddp` is "
                        "an expression (the usual `combine_ddp=args.distributed` switch) or an explicit `False`, when "
                        "`opt_level` is a literal other than 'O1'/'O2', or without an optimizer argument. "
                        "`combine_ddp` requires `combine_grad=True`, broadcasts every parameter from rank 0 at "
@@ -67,6 +68,11 @@ class ApexCombineDdp(Rule):
         "import torch_npu\nfrom apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O1')",
         "import torch_npu\nfrom apex import amp\nclass DDP:\n    pass\nmodel, opt = amp.initialize(model, opt)\n"
         "model = DDP(model)",
+        # amp.initialize on the single-device path, DDP on the distributed one
+        "import torch, torch_npu\nfrom apex import amp\nif args.distributed:\n"
+        "    model, opt = amp.initialize(model, opt, combine_grad=True, combine_ddp=True)\n"
+        "    model = torch.nn.parallel.DistributedDataParallel(model)\nelse:\n"
+        "    model, opt = amp.initialize(model, opt, combine_grad=True)\n    model = torch.nn.DataParallel(model)",
         # opt level where apex cannot combine
         "import torch, torch_npu\nfrom apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O0')\n"
         "model = torch.nn.parallel.DistributedDataParallel(model)",
@@ -74,18 +80,30 @@ class ApexCombineDdp(Rule):
 
     def __init__(self, ctx, options=None) -> None:
         super().__init__(ctx, options)
-        self._initializes: List[ast.Call] = []
-        self._ddp = False
+        self._initializes: List[Tuple[ast.Call, Branches]] = []
+        self._ddps: List[Branches] = []
+
+    def _branches(self) -> "Branches":
+        """The if/else branches the current node sits in: {(id(if node), in_else)}."""
+        return frozenset((id(node), in_else) for node, in_else in self.ctx.ifs)
 
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
         if ctx.call_name(node) in DDP_CLASSES:
-            self._ddp = True
+            self._ddps.append(self._branches())
         elif is_amp_initialize(ctx, node) and trains(node) and combine_allowed(node) \
                 and flag_state(node, "combine_ddp") == "missing" and flag_state(node, "combine_grad") != "false":
-            self._initializes.append(node)
+            self._initializes.append((node, self._branches()))
 
     def end_file(self) -> None:
-        if self._ddp:
-            for node in self._initializes:
+        for node, branches in self._initializes:
+            if any(_same_path(branches, ddp) for ddp in self._ddps):
                 self.report(node)
+
+
+Branches = FrozenSet[Tuple[int, bool]]
+
+
+def _same_path(a: Branches, b: Branches) -> bool:
+    """Can both run in one execution, i.e. is no `if` taken one way for `a` and the other way for `b`?"""
+    return not any((key, not in_else) in b for key, in_else in a)

@@ -83,6 +83,12 @@ class FusedOptimizerSetToNone(Rule):
         "a = torch_npu.optim.NpuFusedSGD(ps, lr=0.1)\nb = torch.optim.AdamW(qs)",
         # the model without apex combine_grad
         "import torch_npu\nopt = torch_npu.optim.NpuFusedSGD(ps, lr=0.1)\nmodel.zero_grad(set_to_none=True)",
+        # the choice is made per optimizer already (a fused branch and a plain one)
+        "import torch, torch_npu\nfrom torch_npu.optim import NpuFusedAdamW\n"
+        "cls = NpuFusedAdamW if args.fused else torch.optim.AdamW\noptimizer = cls(ps)\nif args.fused:\n"
+        "    optimizer.zero_grad()\nelse:\n    optimizer.zero_grad(set_to_none=True)",
+        "import torch_npu\nfrom torch_npu.optim import NpuFusedAdamW\ndef step(optimizer):\n"
+        "    if use_fused:\n        optimizer.zero_grad()\n    else:\n        optimizer.zero_grad(set_to_none=True)",
         # a configurable value
         "import torch_npu\nopt = torch_npu.optim.NpuFusedSGD(ps, lr=0.1)\nopt.zero_grad(set_to_none=args.none)",
     )
@@ -100,7 +106,9 @@ class FusedOptimizerSetToNone(Rule):
         if isinstance(func, ast.Attribute) and func.attr == "zero_grad":
             value = argument(node, "set_to_none", 0)
             if value is not None and constant(value) is True:
-                self._pending.append((node, value, self._kind(func.value)))
+                kind = self._kind(func.value)
+                if kind == FUSED or not self._other_branch_keeps_grads():
+                    self._pending.append((node, value, kind))
             return
         qual = ctx.call_name(node)
         if is_fused_optimizer(qual):
@@ -109,6 +117,24 @@ class FusedOptimizerSetToNone(Rule):
             self._plain_built = True
         elif is_amp_initialize(ctx, node) and flag_state(node, "combine_grad") == "true":
             self._combine_grad = True
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if not self._plain_built and is_plain_optimizer(self.ctx.qualname(node)):
+            self._plain_built = True  # `optimizer_cls = torch.optim.AdamW`: a plain optimizer may be in use
+
+    def _other_branch_keeps_grads(self) -> bool:
+        """`if fused: opt.zero_grad() else: opt.zero_grad(set_to_none=True)`: the choice is made already."""
+        if not self.ctx.ifs:
+            return False
+        if_node, in_else = self.ctx.ifs[-1]
+        other = if_node.body if in_else else if_node.orelse
+        for stmt in other:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "zero_grad":
+                    value = argument(sub, "set_to_none", 0)
+                    if value is None or constant(value) is False:
+                        return True
+        return False
 
     def _kind(self, receiver: ast.expr) -> str:
         """Is the receiver a fused optimizer, some other (plain) optimizer, or not known here?"""
