@@ -27,7 +27,13 @@ CANONICAL_PREFIXES: Tuple[Tuple[str, str], ...] = (
 )
 # Importing any of these patches CUDA names to NPU at run time (transfer_to_npu; mindspeed_llm's
 # package __init__ imports its megatron adaptor, which imports transfer_to_npu).
-RUNTIME_MIGRATION_MODULES = ("torch_npu.contrib.transfer_to_npu", "mindspeed_llm", "mindspeed.megatron_adaptor")
+# mindnlp/mindtorch are torch emulations on MindSpore whose 'cuda' device and Tensor.cuda() map to Ascend.
+RUNTIME_MIGRATION_MODULES = ("torch_npu.contrib.transfer_to_npu", "mindspeed_llm", "mindspeed.megatron_adaptor",
+                             "mindnlp", "mindtorch", "mindtorch_v2")
+# Packages whose own modules only run after transfer_to_npu: mindspeed_llm (its __init__ applies it) and
+# mindspeed (Megatron patches, entered through `import mindspeed.megatron_adaptor`, which applies it); and
+# the emulations themselves, which implement the CUDA names.
+RUNTIME_MIGRATION_PACKAGES = frozenset({"mindspeed_llm", "mindspeed", "mindtorch", "mindtorch_v2"})
 MODULE_BASES = ("torch.nn.Module",)
 CELL_BASES = ("mindspore.nn.Cell",)
 FUNCTION_BASES = ("torch.autograd.Function",)
@@ -92,7 +98,8 @@ class FileContext:
         self._step_cache: Dict[int, bool] = {}
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
-        self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES)
+        self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES) or any(
+            part in RUNTIME_MIGRATION_PACKAGES for part in path.replace("\\", "/").split("/")[:-1])
 
     # ------------------------------------------------------------------ set-up
     def _prescan(self) -> None:

@@ -383,3 +383,37 @@ def test_asc704_rebinding_chain_is_followed_not_looped():
     src = HEAD + ("def attn(a, k, v):\n    a = a @ k.transpose(-2, -1)\n    a = a.softmax(-1)\n    a = a @ v\n"
                   "    a = a @ v\n    return a\n")
     assert [f.line for f in found(src, "ASC704")] == [9]
+
+
+# ------------------------------------------------------------------------------ regressions from the corpus
+def test_reference_implementations_in_test_files_are_skipped():
+    src = HEAD + "def ref(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)\n"
+    assert len(found(src, "ASC701")) == 1
+    assert lint(src, select=["ASC701"], path="tests/ops/test_npu_rms_norm.py") == []
+
+
+def test_rsqrt_factor_scaling_another_tensor_is_not_rms_norm():
+    # mHC-style head: the norm factor of x scales a projection of x
+    src = HEAD + ("def head(self, x, w):\n    x = x.float()\n"
+                  "    rsqrt = torch.rsqrt(x.square().mean(-1, keepdim=True) + self.eps)\n"
+                  "    mixes = F.linear(x, w) * rsqrt\n    return mixes\n")
+    assert found(src, "ASC701") == []
+
+
+def test_bound_factor_is_reported_once_where_it_scales_x():
+    src = HEAD + ("def gated_norm(x, w, b, eps):\n    x = x.float()\n"
+                  "    rstd = 1 / torch.sqrt(x.square().mean(dim=-1, keepdim=True) + eps)\n"
+                  "    out = (x * rstd * w) + b if b is not None else (x * rstd * w)\n    return out\n")
+    assert [f.line for f in found(src, "ASC701")] == [9]
+
+
+@pytest.mark.parametrize("marker", [
+    "attention_interface = ALL_ATTENTION_FUNCTIONS[self.config._attn_implementation]",
+    "out = torch_npu.npu_sparse_flash_attention(q, k, v)",
+    "from flash_attn import flash_attn_func",
+])
+def test_eager_attention_as_fallback_of_a_fused_path_is_silent(marker):
+    src = HEAD + ("def eager(q, k, v, mask):\n    w = torch.matmul(q, k.transpose(2, 3)) + mask\n"
+                  "    w = F.softmax(w, dim=-1)\n    return torch.matmul(w, v)\n")
+    assert len(found(src, "ASC704")) == 1
+    assert found(src + marker + "\n", "ASC704") == []

@@ -369,3 +369,84 @@ def test_asc604_alias_and_from_import():
 ])
 def test_asc604_near_misses(line):
     assert found(f"import torch\nimport torch_npu\n{line}\n", "ASC604") == []
+
+
+# --------------------------------------------------------------------------- regressions from the corpus
+@pytest.mark.parametrize("path", [
+    "repo/mindspeed_llm/core/parallel_state.py",  # mindspeed_llm/__init__ applies transfer_to_npu
+    "repo/mindspeed/core/transformer/attention.py",  # Megatron patches entered through megatron_adaptor
+    "src/mindtorch/nn/modules/module.py",  # the torch emulation implements the CUDA names
+])
+def test_modules_of_runtime_migrated_packages_are_skipped(path):
+    src = "import torch\nimport torch_npu\ntorch.cuda.synchronize()\nx = y.cuda()\n"
+    assert lint(src, select=["ASC6"], path=path) == []
+    assert len(lint(src, select=["ASC6"], path="repo/train/x.py")) == 2
+
+
+@pytest.mark.parametrize("imp", ["import mindnlp", "import mindtorch as torch", "from mindspeed_llm import x"])
+def test_runtime_migrating_imports(imp):
+    assert lint(f"{imp}\nimport torch_npu\nx = y.cuda()\n", select=["ASC6"]) == []
+
+
+def test_npu_is_matched_as_a_word_not_inside_input():
+    src = """
+        import torch
+        import torch_npu
+
+        def load(model, input):
+            if input is not None:
+                model = model.cuda()
+            return model
+    """
+    assert len(found(src, "ASC601")) == 1
+
+
+def test_if_elif_chain_naming_the_npu_is_a_switch():
+    src = """
+        import torch
+        import torch_npu
+
+        def mem(device):
+            if "cuda" in device:
+                return torch.cuda.memory_allocated()
+            elif "npu" in device:
+                return torch_npu.npu.memory_allocated()
+    """
+    assert found(src, "ASC603") == []
+
+
+def test_function_that_probes_for_an_npu_is_a_switch():
+    src = """
+        import torch
+
+        def pick_device():
+            device = None
+            try:
+                import torch_npu
+                if torch.npu.is_available():
+                    device = "npu:0"
+            except ImportError:
+                pass
+            if device is None:
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            return device
+    """
+    assert lint(src, select=["ASC6"]) == []
+
+
+@pytest.mark.parametrize("cond", ["losses.device.type == 'cuda'", "x.is_cuda", "'cuda' in str(x.device)"])
+def test_runtime_device_dispatch_is_a_switch(cond):
+    src = f"import torch\nimport torch_npu\nctx = torch.cuda.stream(torch.cuda.Stream()) if {cond} else None\n"
+    assert found(src, "ASC603") == []
+
+
+def test_explicit_gpu_vendor_guard_is_a_switch():
+    src = ("import torch\nimport torch_npu\n"
+           "is_hopper = is_nvidia and torch.cuda.get_device_capability()[0] >= 9\n"
+           "if device_target == 'GPU':\n    d = torch.device('cuda', 0)\n")
+    assert lint(src, select=["ASC6"]) == []
+
+
+def test_cuda_availability_guard_is_not_a_switch():
+    src = "import torch\nimport torch_npu\nif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\n"
+    assert [f.line for f in found(src, "ASC603")] == [3, 4]

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from ascend_lint.rule import Docs
 
-from ._match import FusionRule, ctx_lookup, is_last_dim, peel, qual_or_method, resolve, square_base, src
+from ._match import FusionRule, Lookup, ctx_lookup, is_last_dim, peel, qual_or_method, resolve, same, square_base, src
 from ascend_lint.semantic import argument, constant
 
 
@@ -15,7 +15,7 @@ class HandwrittenRmsNorm(FusionRule):
     name = "handwritten-rms-norm"
     message = "hand-written RMSNorm runs as separate pow/mean/add/rsqrt/mul kernels on Ascend: {call}"
     fused_ops = frozenset({"npu_rms_norm", "npu_add_rms_norm"})
-    triggers = ("rsqrt", "sqrt", "npu_rms_norm", "npu_add_rms_norm")
+    triggers = ("rsqrt", "sqrt", "rstd", "rms", "norm", "npu_rms_norm", "npu_add_rms_norm")
     docs = Docs(
         what="Flags a hand-written RMS normalisation: `rsqrt(mean(x²) + eps)` (or `1 / sqrt(...)`, "
              "`x / sqrt(...)`) where the mean runs over the last dim with `keepdim=True` and the square is "
@@ -75,23 +75,60 @@ class HandwrittenRmsNorm(FusionRule):
         "import torch\nimport torch_npu\ndef rmse(a, b):\n    return torch.sqrt(((a - b) ** 2).mean())",
     )
 
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self._factors: Dict[int, Tuple[ast.expr, ast.expr]] = {}  # id(rsqrt call bound to a name) -> (x, eps)
+
     def visit_Call(self, node: ast.Call) -> None:
+        """`rsqrt(mean(x²) + eps)` / `sqrt(...)`: reported where it scales `x` itself."""
         inner = qual_or_method(self.ctx, node, "rsqrt")
-        parent = self.ctx.parent
+        inverse = inner is not None
         if inner is None:
             inner = qual_or_method(self.ctx, node, "sqrt")
-            # x / sqrt(v): only as a divisor
-            if inner is None or not (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Div)
-                                     and parent.right is node):
+            if inner is None:
                 return
         match = self._mean_square_plus_eps(inner)
         if match is None:
             return
+        stack = self.ctx.stack
+        parent = self.ctx.parent
+        grand = stack[-3] if len(stack) > 2 else None
+        if not inverse and _is_op(parent, ast.Div) and parent.right is node and constant(parent.left) == 1:
+            node, parent, grand, inverse = parent, grand, None, True  # 1 / sqrt(v) is rsqrt(v)
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and inverse:
+            self._factors[id(node)] = match  # rstd = rsqrt(...): judged where it multiplies
+            return
+        self._scaled(parent, node, inverse, match)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        """`x * rstd` with `rstd` a name bound to a matched rsqrt."""
+        if not isinstance(node.op, ast.Mult):
+            return
+        for side in (node.left, node.right):
+            if isinstance(side, ast.Name):
+                bound = self.ctx.binding_before(side.id, side)
+                if bound is not None and bound.index is None and id(bound.value) in self._factors:
+                    if self._scaled(node, side, True, self._factors[id(bound.value)]):
+                        del self._factors[id(bound.value)]  # one finding per norm (`a if c else b` uses)
+                    return
+
+    def _scaled(self, parent: Optional[ast.AST], factor: ast.AST, inverse: bool,
+                match: Tuple[ast.expr, ast.expr]) -> bool:
+        """Report `parent` when it is `x * factor` (inverse) or `x / factor` (a sqrt) of the normalised x."""
         base, eps = match
-        at = parent if isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.Div)) else node
+        if inverse and _is_op(parent, ast.Mult):
+            other = parent.right if parent.left is factor else parent.left
+        elif not inverse and _is_op(parent, ast.Div) and parent.right is factor:
+            other = parent.left
+        else:
+            return False
+        look = ctx_lookup(self.ctx)
+        if not _same_tensor(look, other, base):
+            return False  # e.g. `F.linear(x, w) * rsqrt(...)`: the factor scales something else
         call = (f"use `torch_npu.npu_rms_norm({src(self.ctx, base)}, weight, epsilon={src(self.ctx, eps)})[0]` "
                 "(it returns (y, rstd))")
-        self.candidate(at, self.message.format(call=call))
+        self.candidate(parent, self.message.format(call=call))
+        return True
 
     def _mean_square_plus_eps(self, node: ast.expr) -> Optional[Tuple[ast.expr, ast.expr]]:
         """(x, eps) for `mean(square(x), -1, keepdim=True) + eps` in its usual spellings."""
@@ -130,3 +167,12 @@ class HandwrittenRmsNorm(FusionRule):
         if not is_last_dim(argument(node, "dim", offset)) or constant(argument(node, "keepdim", offset + 1)) is not True:
             return None
         return square_base(self.ctx, ctx_lookup(self.ctx), operand)
+
+
+def _is_op(node: Optional[ast.AST], op: type) -> bool:
+    return isinstance(node, ast.BinOp) and isinstance(node.op, op)
+
+
+def _same_tensor(look: Lookup, a: ast.expr, b: ast.expr) -> bool:
+    """Are `a` and `b` the same tensor, up to local names and dtype casts?"""
+    return same(a, b) or same(peel(look, a), peel(look, b))

@@ -21,13 +21,13 @@ class HandwrittenAttention(FusionRule):
                "inputs, or `torch_npu.npu_fusion_attention({q}, {k}, {v}, head_num, 'BNSD', atten_mask=mask, "
                "scale=scale)[0]`")
     fused_ops = frozenset({
-        "scaled_dot_product_attention", "npu_fusion_attention", "npu_fusion_attention_v2",
-        "npu_prompt_flash_attention", "npu_incre_flash_attention", "npu_fused_infer_attention_score",
-        "flash_attn_func", "flash_attn_varlen_func",
+        "scaled_dot_product_attention", "npu_prompt_flash_attention", "npu_incre_flash_attention",
+        "npu_fused_infer_attention_score",
+        "ALL_ATTENTION_FUNCTIONS",  # transformers' attention-interface dispatch (sdpa / flash / npu kernels)
     })
-    triggers = ("@", "matmul", "bmm", "scaled_dot_product_attention", "npu_fusion_attention",
-                "flash_attention", "flash_attn", "npu_prompt_flash_attention", "npu_incre_flash_attention",
-                "npu_fused_infer_attention_score")
+    fused_markers = ("flash_attn", "flash_attention", "fusion_attention")  # npu_fusion_attention(_v2), ...
+    triggers = ("@", "matmul", "bmm", "scaled_dot_product_attention", "flash_attn", "flash_attention",
+                "fusion_attention", "npu_fused_infer_attention_score", "ALL_ATTENTION_FUNCTIONS")
     docs = Docs(
         what="Flags scaled dot-product attention written out in one function: `softmax(S, dim=-1) @ v` (or "
              "`torch.matmul`/`torch.bmm`), where the score S is `q @ k.transpose(-2, -1)` (also "
@@ -48,8 +48,11 @@ class HandwrittenAttention(FusionRule):
             "training; not for Atlas training series).",
         known_problems="Softmax over scores that are not `q @ k^T` (a router's logits, a linear layer's "
                        "output), or over a dim other than the last, is not flagged. Files that already call "
-                       "`F.scaled_dot_product_attention`, `npu_fusion_attention`, a flash-attention function or "
-                       "an inference attention kernel are taken as having the fused path.",
+                       "`F.scaled_dot_product_attention`, `npu_fusion_attention`, a flash-attention function "
+                       "(any name containing `flash_attn`/`flash_attention`, such as "
+                       "`npu_sparse_flash_attention`) or an inference attention kernel, or dispatch through "
+                       "transformers' `ALL_ATTENTION_FUNCTIONS` (the eager function is then the fallback of the "
+                       "sdpa/flash path), are taken as having the fused path.",
         example="""
             import math
             import torch

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Dict
 from ascend_lint.rule import Applicability, Docs, Edit, Rule
 from ascend_lint.semantic import argument, constant
 
@@ -85,12 +86,19 @@ class CudaDevice(Rule):
         "import torch_npu\nimport torch\ndev = torch.device('npu:0')",
         "import torch_npu\nname = f'cuda:{x} ready'",
         "import torch_npu\nimport torch\nstream = torch.cuda.Stream()",
+        "import torch_npu\nclass Tensor:\n    def cuda(self):\n        return self.npu()\n    def pin(self):\n"
+        "        return self.cuda()",
     )
+
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "cuda" and self.ctx.qualname(func) is None:
-            self._report_dot_cuda(node, func)
+            if "cuda" not in self.ctx.local_functions:  # a file defining `cuda` (a torch emulation) calls its own
+                self._report_dot_cuda(node, func)
             return
         if isinstance(func, ast.Attribute) and func.attr == "format" and not node.keywords:
             fmt = constant(func.value)
@@ -125,7 +133,7 @@ class CudaDevice(Rule):
             self._report_string(value, f"`{value.value!r}`")
 
     def _report_dot_cuda(self, node: ast.Call, func: ast.Attribute) -> None:
-        if in_backend_switch(self.ctx):
+        if in_backend_switch(self.ctx, self._switches):
             return
         fix = None
         text = source(self.ctx, func)
@@ -136,7 +144,7 @@ class CudaDevice(Rule):
 
     def _report_string(self, node: ast.AST, what: str) -> None:
         """Report a CUDA device literal (a string, a format string or an f-string) at `node`."""
-        if in_backend_switch(self.ctx):
+        if in_backend_switch(self.ctx, self._switches):
             return
         fix = None
         edit = replace_in_literal(self.ctx, node, "cuda", "npu")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Dict
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 from ascend_lint.semantic import argument
@@ -65,6 +66,10 @@ class NcclBackend(Rule):
         "import torch_npu\nimport torch.distributed as dist\nif dist.get_backend() == 'nccl':\n    pass",
     )
 
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         qual = self.ctx.qualname(func)
@@ -84,7 +89,9 @@ class NcclBackend(Rule):
             if bound is None or bound.index is not None or bound.value is None:
                 return
             literal = bound.value
-        if not (isinstance(literal, ast.Constant) and literal.value == "nccl") or in_backend_switch(self.ctx):
+        if not (isinstance(literal, ast.Constant) and literal.value == "nccl"):
+            return
+        if in_backend_switch(self.ctx, self._switches):
             return
         fix = None
         if literal is value:

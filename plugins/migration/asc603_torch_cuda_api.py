@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Dict
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 
 from ._common import in_backend_switch, npu_fix, torch_spelling
@@ -82,6 +83,10 @@ class TorchCudaApi(Rule):
         "import torch\nimport torch_npu\ntry:\n    pass\nexcept torch.cuda.OutOfMemoryError:\n    pass",
     )
 
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         parent = self.ctx.parent
         if isinstance(parent, ast.Attribute) and parent.value is node:
@@ -96,7 +101,7 @@ class TorchCudaApi(Rule):
         found = [(alias, lookup(f"{module[len('torch.cuda.'):]}.{alias.name}".lstrip(".")))
                  for alias in node.names if alias.name != "*"]
         found = [(alias, twin) for alias, twin in found if twin is not None]
-        if not found or in_backend_switch(self.ctx):
+        if not found or in_backend_switch(self.ctx, self._switches):
             return
         fix = None
         if len(found) == len(node.names) and all(t.exact for _, t in found) and node.lineno == node.end_lineno:
@@ -116,7 +121,7 @@ class TorchCudaApi(Rule):
         if qual is None or not qual.startswith(PREFIX):
             return
         twin = lookup(qual[len(PREFIX):])
-        if twin is None or in_backend_switch(self.ctx):
+        if twin is None or in_backend_switch(self.ctx, self._switches):
             return
         fix = None
         if twin.exact:

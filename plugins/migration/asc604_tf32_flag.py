@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Dict
 
 from ascend_lint.rule import Applicability, Docs, Edit, Rule
 
@@ -65,6 +66,10 @@ class Tf32FlagOnNpu(Rule):
         "else:\n    torch.backends.cuda.matmul.allow_tf32 = True",
     )
 
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
+
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self._check(target)
@@ -74,7 +79,7 @@ class Tf32FlagOnNpu(Rule):
 
     def _check(self, target: ast.expr) -> None:
         flag = self.ctx.qualname(target)
-        if flag not in HF32_TWINS or in_backend_switch(self.ctx):
+        if flag not in HF32_TWINS or in_backend_switch(self.ctx, self._switches):
             return
         twin, default = HF32_TWINS[flag]
         torch_name = self.ctx.alias_for("torch")
