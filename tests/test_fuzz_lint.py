@@ -1,6 +1,7 @@
 """Property tests: linting never raises, whatever the program (generated or mutated)."""
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -16,7 +17,8 @@ ROOT = Path(__file__).parent.parent
 CORPUS = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").glob("*.py"))]
 CORPUS += [textwrap.dedent(src) for rule in REGISTRY.sorted_rules() for src in rule.flagged + rule.clean]
 PRELUDE = "import torch\nimport torch_npu\nimport mindspore\nimport torch.nn as nn\n"
-FUZZ_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+EXAMPLES = int(os.environ.get("ASCEND_LINT_FUZZ_EXAMPLES", "40"))
+FUZZ_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 class _NoPruning(Rule):
