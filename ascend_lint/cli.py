@@ -158,7 +158,7 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
         force_exclude=args.force_exclude,
         fix=args.fix,
         unsafe_fixes=args.unsafe_fixes,
-        cache_dir=args.cache_dir,
+        cache_dir=os.path.abspath(args.cache_dir) if args.cache_dir else None,  # relative to the cwd
         output_format=args.output_format,
     )
 
@@ -188,7 +188,13 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_OK  # nothing to lint (pre-commit passed no files, or all excluded): quietly fine
     from .runner import lint_targets
 
-    results += lint_targets(linter, targets, _jobs(args))
+    cache = None
+    if not args.no_cache:
+        from .cache import ResultCache
+
+        cache = ResultCache.open(settings, linter.rules, registry.fingerprint())
+    keep_sources = bool(settings.fix or args.diff or args.add_noqa)  # else reports read lines lazily
+    results += lint_targets(linter, targets, _jobs(args), cache=cache, keep_sources=keep_sources)
     if args.add_noqa:
         return add_noqa(results)
     fixed = 0
@@ -235,7 +241,9 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
         from .fixer import apply_fix_settings  # cheap: libcst is imported only to apply a fix
 
         apply_fix_settings(findings, settings)
-    sources = {r.path: split_lines(r.source.text) for r in results if r.findings and r.source is not None}
+    from .runner import SourceLines
+
+    sources = SourceLines(results)  # read one file at a time, only where a snippet is shown
     fmt = settings.output_format or "full"
     if fmt not in FORMATS:
         raise UsageError(f"unknown output format {fmt!r} (choose from {', '.join(sorted(FORMATS))})")

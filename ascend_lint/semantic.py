@@ -39,6 +39,7 @@ CELL_BASES = ("mindspore.nn.Cell",)
 FUNCTION_BASES = ("torch.autograd.Function",)
 HOT_METHODS = {"module": ("forward",), "cell": ("construct",), "function": ("forward", "backward")}
 NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:""")
+NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl')  # NPU_TEXT_RE cannot match without one
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -95,7 +96,7 @@ class FileContext:
         self.withs: List[ast.AST] = []
         self.stack: List[ast.AST] = []  # nodes being visited, innermost last
         self._lines: Optional[List[str]] = None
-        self._step_cache: Dict[int, bool] = {}
+        self._step_cache: Dict[object, bool] = {}
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
         self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES) or any(
@@ -134,7 +135,8 @@ class FileContext:
             if name and name.startswith("apex.") and name.rsplit(".", 1)[-1].startswith("Npu"):
                 return True
         text = self.text
-        return ("npu" in text or "hccl" in text) and NPU_TEXT_RE.search(text) is not None
+        # (the regex has no literal prefix: scanning for it is slow, so look for its needles first)
+        return any(n in text for n in NPU_TEXT_NEEDLES) and NPU_TEXT_RE.search(text) is not None
 
     def record_import(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
@@ -357,7 +359,7 @@ class FileContext:
         if loop is not None:
             return self.is_step_loop(loop)
         func = self.function
-        return func is not None and self._performs_step(func.node)
+        return func is not None and self.is_step_loop(func.node)  # (the cached _performs_step)
 
     def current_loop(self) -> Optional[ast.AST]:
         """The innermost enclosing loop of the current function."""
@@ -373,6 +375,13 @@ class FileContext:
             self._step_cache[key] = self._performs_step(loop)
         return self._step_cache[key]
 
+    def _callee_steps(self, target: ast.AST, depth: int) -> bool:
+        """_performs_step of a called local function, cached (many loops call the same helpers)."""
+        key = (id(target), depth)
+        if key not in self._step_cache:
+            self._step_cache[key] = self._performs_step(target, depth)
+        return self._step_cache[key]
+
     def _performs_step(self, root: ast.AST, depth: int = 0) -> bool:
         """Does `root` run a training step itself (not inside a nested loop or function)?"""
         todo = list(ast.iter_child_nodes(root))
@@ -386,7 +395,7 @@ class FileContext:
                 callee = _local_callee(node)
                 if callee and depth < 2 and callee in self.local_functions:
                     target = self.local_functions[callee]
-                    if target is not root and self._performs_step(target, depth + 1):
+                    if target is not root and self._callee_steps(target, depth + 1):
                         return True
             todo.extend(ast.iter_child_nodes(node))
         return False

@@ -12,37 +12,59 @@ from typing import Callable, Dict, List, Optional, Sequence, Type
 
 from .semantic import FileContext, Scope
 
+AST = ast.AST
+
 Handler = Callable[[ast.AST], None]
 SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
+# Fields that only ever hold strings, numbers or None (never a node): not looked into.
+_SCALAR_FIELDS = frozenset({
+    ("Name", "id"), ("Constant", "value"), ("Attribute", "attr"), ("keyword", "arg"), ("arg", "arg"),
+    ("alias", "name"), ("alias", "asname"), ("ImportFrom", "module"), ("ImportFrom", "level"),
+    ("Global", "names"), ("Nonlocal", "names"), ("FormattedValue", "conversion"), ("comprehension", "is_async"),
+    ("FunctionDef", "name"), ("AsyncFunctionDef", "name"), ("ClassDef", "name"), ("ExceptHandler", "name"),
+    ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest"), ("MatchClass", "kwd_attrs"),
+    ("TypeIgnore", "lineno"), ("TypeIgnore", "tag"),
+})
 _FIELDS: Dict[type, tuple] = {}
 
 
 def _fields(cls: type) -> tuple:
     fields = _FIELDS.get(cls)
     if fields is None:
-        fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in SKIP_FIELDS)
+        fields = _FIELDS[cls] = tuple(f for f in cls._fields
+                                      if f not in SKIP_FIELDS and (cls.__name__, f) not in _SCALAR_FIELDS)
     return fields
+
+
+# Node types that can have no child node (Name, Constant, operators, ...): visiting one that no
+# handler asked for has no effect, so the walk does not even call itself for it.
+LEAF_TYPES = frozenset(
+    cls for cls in vars(ast).values()
+    if isinstance(cls, type) and issubclass(cls, ast.AST) and getattr(cls, "_fields", None) is not None
+    and not _fields(cls)
+)
 
 
 def trigger_lines(text: str, triggers: Sequence[str]) -> Optional[List[int]]:
     """Sorted line numbers holding a trigger text; None disables statement pruning."""
     if not triggers:
         return None
-    starts = [0]
     find = text.find
-    pos = find("\n")
-    while pos != -1:
-        starts.append(pos + 1)
-        pos = find("\n", pos + 1)
+    count = text.count
     lines = set()
+    add = lines.add
     for trig in triggers:
         pos = find(trig)
+        line, counted = 1, 0  # `line` is the number of the line holding text[counted]
         while pos != -1:
-            line = bisect.bisect_right(starts, pos)
-            lines.add(line)
-            # skip to the next line: one hit per line is enough
-            nxt = starts[line] if line < len(starts) else len(text)
-            pos = find(trig, max(nxt, pos + 1))
+            line += count("\n", counted, pos)
+            add(line)
+            end = find("\n", pos)  # one hit per line is enough: go on after this line
+            if end == -1:
+                break
+            line += 1
+            counted = end + 1
+            pos = find(trig, counted)
     return sorted(lines)
 
 
@@ -52,6 +74,7 @@ class Walker:
         self.ctx = ctx
         self.table = table
         self.hit_lines = hit_lines
+        self.skip = LEAF_TYPES.difference(table)  # leaves without handlers: nothing to do there
 
     def hit(self, first: int, last: int) -> bool:
         lines = self.hit_lines
@@ -95,21 +118,24 @@ class Walker:
 
     def expr(self, node: ast.AST) -> None:
         """Generic recursive visit with dispatch (expressions and simple statements)."""
-        handlers = self.table.get(node.__class__)
+        cls = node.__class__
+        handlers = self.table.get(cls)
         stack = self.ctx.stack
         stack.append(node)
         if handlers:
             for handler in handlers:
                 handler(node)
-        for name in _fields(node.__class__):
+        skip = self.skip
+        fields = _FIELDS.get(cls) or _fields(cls)
+        for name in fields:
             value = getattr(node, name, None)
             if value is None:
                 continue
-            if isinstance(value, list):
+            if value.__class__ is list:
                 for item in value:
-                    if isinstance(item, ast.AST):
+                    if isinstance(item, AST) and item.__class__ not in skip:
                         self.expr(item)
-            elif isinstance(value, ast.AST):
+            elif isinstance(value, AST) and value.__class__ not in skip:
                 self.expr(value)
         stack.pop()
 
