@@ -3,12 +3,14 @@
 Detection stays on `ast`. This module imports libcst only inside `_apply_once`, i.e. only when a file
 has a fix to apply, so importing it costs nothing on a plain check.
 
-Per file: the applicable fixes are resolved to libcst nodes (spans are mapped with libcst's
-PositionProvider), a fix that overlaps one accepted before it waits for the next round, all accepted
-fixes are applied in one transformer pass (plus the imports they need), the output is parsed with `ast`
-and re-linted, and this repeats until nothing fixable is left (at most `MAX_ROUNDS` rounds). A fix whose
-output does not parse, that changes nothing although its finding remains, or that never converges is
-dropped with a warning naming the rule; in the last two cases the file is left as it was.
+Per file and round: the applicable fixes are resolved to libcst nodes (spans are mapped with libcst's
+PositionProvider; only the top-level statements holding an edit are parsed, every other line is copied
+as it is), a fix that overlaps one accepted before it waits for the next round, all accepted fixes are
+applied in one transformer pass, the imports they need are added after the last top-level import, the
+output is parsed with `ast` and re-linted, and this repeats until nothing fixable is left (at most
+`MAX_ROUNDS` rounds). A fix whose output does not parse is dropped with a warning naming the rule; fixes
+that change nothing although their finding remains, undo each other or never converge are dropped with
+a warning and the file is left as it was.
 """
 from __future__ import annotations
 
