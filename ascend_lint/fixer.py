@@ -516,8 +516,10 @@ def _parse_expression(text: str) -> Any:
 @functools.lru_cache(maxsize=256)
 def _expression_dump(text: str) -> Optional[str]:
     try:
-        return ast.dump(ast.parse("(" + text.strip() + ")", mode="eval"))
-    except (SyntaxError, ValueError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.dump(ast.parse("(" + text.strip() + ")", mode="eval"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
@@ -636,7 +638,7 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
         from libcst.metadata import MetadataWrapper
 
     if tree is None:
-        tree = ast.parse(text)
+        tree = parse(text, "<fix>")
     lines = split_lines(text, keepends=True)
     units = _units(tree)
     starts = [u[0] for u in units]

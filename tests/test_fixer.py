@@ -566,6 +566,19 @@ def test_cli_fix_writes_and_reports_what_remains(pack, capsys):
     assert code == 0 and "All checks passed!" in out
 
 
+def test_cli_fix_after_a_cached_check_and_with_workers(pack, capsys):
+    for name in ("a.py", "b.py", "c.py"):
+        (pack / name).write_text(SRC)
+    cache = ["--cache-dir", str(pack / ".cache")]
+    cli.main(["check", "--isolated", "--select", "TST001,TST002", *cache, "a.py", "b.py", "c.py"])
+    code = cli.main(["check", "--isolated", "--select", "TST001,TST002", "-j", "2", *cache, "--fix",
+                     "a.py", "b.py", "c.py"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "Fixed 6 findings" in out
+    for name in ("a.py", "b.py", "c.py"):
+        assert (pack / name).read_text() == "import os\nsync()\no = make_opt(a, fused=True)\nd = 'npu'\n"
+
+
 def test_cli_config_fix_and_extend_safe_fixes(pack, capsys):
     (pack / "pyproject.toml").write_text('[tool.ascend-lint]\nfix = true\nextend-safe-fixes = ["TST003"]\n')
     (pack / "m.py").write_text(SRC)
