@@ -18,6 +18,7 @@ import ast
 import bisect
 import dataclasses
 import functools
+import itertools
 import difflib
 import os
 import stat
@@ -360,6 +361,32 @@ def _conflict(a: _Op, b: _Op) -> bool:
     return bool(b.dest and a.anchor and _overlap(b.dest, a.anchor) and not _inside(b.dest, a.anchor))
 
 
+class _OpIndex:
+    """Accepted ops by line, so that a new op is checked only against ops on its own lines."""
+
+    def __init__(self) -> None:
+        self.by_line: Dict[int, List[_Op]] = {}
+
+    @staticmethod
+    def _lines(op: _Op) -> set:
+        lines: set = set()
+        for rng in (op.anchor, op.dest):
+            if rng:
+                lines.update(range(rng[0][0], rng[1][0] + 1))
+        return lines
+
+    def add(self, op: _Op) -> None:
+        for line in self._lines(op):
+            self.by_line.setdefault(line, []).append(op)
+
+    def near(self, op: _Op) -> List[_Op]:
+        seen: Dict[int, _Op] = {}
+        for line in self._lines(op):
+            for other in self.by_line.get(line, ()):
+                seen[id(other)] = other
+        return list(seen.values())
+
+
 class _Resolver:
     """Maps rule spans to libcst nodes and parses the edit texts."""
 
@@ -680,6 +707,7 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
 
     try:
         accepted: List[Tuple[_Chunk, _Op]] = []
+        index = _OpIndex()
         applied: List[Finding] = []
         failed: List[Tuple[Finding, str]] = []
         imports: List[str] = []
@@ -702,9 +730,12 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
             if all(op.noop for _, op in ops) and not needed:
                 failed.append((finding, "changes nothing although the finding remains (not idempotent)"))
                 continue
-            if any(_conflict(op, other) for _, op in ops for _, other in accepted):
+            if any(_conflict(op, other) for _, op in ops for other in index.near(op)):
                 continue  # overlaps an earlier fix: left for the next round
             accepted.extend((chunk, op) for chunk, op in ops if not op.noop)
+            for _, op in ops:
+                if not op.noop:
+                    index.add(op)
             applied.append(finding)
             imports.extend(m for m in needed if m not in imports)
         if not applied:
@@ -789,7 +820,14 @@ def _transformer_class(cst: Any) -> Any:
             self.after: Dict[int, List[Any]] = {}
             self.body_end: Dict[int, List[Any]] = {}
             self.ranges = resolver.ranges
-            self.targets = sorted({op.anchor for op in ops if op.anchor is not None})
+            # lines holding an edit, as prefix counts: a node is entered only if its lines hold one
+            last = max((op.anchor[1][0] for op in ops if op.anchor), default=0)
+            marks = [0] * (last + 2)
+            for op in ops:
+                if op.anchor:
+                    for line in range(op.anchor[0][0], op.anchor[1][0] + 1):
+                        marks[line] = 1
+            self.edited = list(itertools.accumulate(marks))
             removed: Dict[int, set] = {}
             lines: Dict[int, Any] = {}
             for op in ops:
@@ -825,7 +863,11 @@ def _transformer_class(cst: Any) -> Any:
         def on_visit(self, node: Any) -> bool:
             """Descend only into nodes that hold an edit."""
             rng = self.ranges.get(id(node))
-            return rng is None or any(t[0] < rng[1] and rng[0] < t[1] or t == rng for t in self.targets)
+            if rng is None:
+                return True
+            edited = self.edited
+            first, last = min(rng[0][0], len(edited) - 1), min(rng[1][0], len(edited) - 1)
+            return edited[last] - (edited[first - 1] if first > 0 else 0) > 0
 
         def on_leave(self, original: Any, updated: Any) -> Any:
             cst = self.cst

@@ -522,6 +522,16 @@ def test_newlines_tabs_and_unicode_outside_the_edit_are_kept():
     src = "# é ünïcode\r\nif x:\r\n\tsync()\r\n\ty = 'é' + 'cuda'  # ü\r\nz = make_opt(a,\r\n   b)\r\n"
     out = run_fix(src, ["TST001", "TST002", "TST003"]).text
     assert out == "# é ünïcode\r\nif x:\r\n\ty = 'é' + 'npu'  # ü\r\nz = make_opt(a,\r\n   b, fused=True)\r\n"
+    wide = run_fix("s = '\U0001F600é'; d = 'cuda'  # \U0001F600\nx = make_opt(a='\U0001F600', b=1)\n", ["TST001", "TST002"])
+    assert wide.text == "s = '\U0001F600é'; d = 'npu'  # \U0001F600\nx = make_opt(a='\U0001F600', b=1, fused=True)\n"
+
+
+def test_many_fixes_in_one_file_stay_fast():
+    import time
+
+    start = time.perf_counter()
+    result = run_fix("import os\n" + "d = 'cuda'\n" * 1000, ["TST002"])
+    assert len(result.applied) == 1000 and time.perf_counter() - start < 20
 
 
 def test_inserted_code_uses_the_files_newline_and_indent():
