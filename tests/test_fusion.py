@@ -327,11 +327,13 @@ def test_asc703_near_misses(body):
 
 
 @pytest.mark.parametrize("body, call", [
-    ("a, b = x.chunk(2, dim=-1)\n    return F.gelu(a) * b", "npu_geglu(x, dim=-1, approximate=0, activate_left=True)[0]"),
+    ("a, b = x.chunk(2, dim=-1)\n    return F.gelu(a) * b",
+     "npu_geglu(x, dim=-1, approximate=0, activate_left=True)[0]"),
     ("a, b = x.chunk(2, dim=-1)\n    return a * F.gelu(b)", "npu_geglu(x, dim=-1, approximate=0)[0]"),
     ("a, b = x.chunk(2, dim=-1)\n    return F.gelu(a, approximate='tanh') * b",
      "npu_geglu(x, dim=-1, approximate=1, activate_left=True)[0]"),
-    ("h = self.proj(x)\n    return F.gelu(h[..., :n]) * h[..., n:]", "npu_geglu(h, dim=-1, approximate=0, activate_left=True)"),
+    ("h = self.proj(x)\n    return F.gelu(h[..., :n]) * h[..., n:]",
+     "npu_geglu(h, dim=-1, approximate=0, activate_left=True)"),
 ])
 def test_asc705_spellings(body, call):
     (f,) = found(HEAD + f"def ff(self, x, n=4):\n    {body}\n", "ASC705")

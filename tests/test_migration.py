@@ -450,3 +450,74 @@ def test_explicit_gpu_vendor_guard_is_a_switch():
 def test_cuda_availability_guard_is_not_a_switch():
     src = "import torch\nimport torch_npu\nif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\n"
     assert [f.line for f in found(src, "ASC603")] == [3, 4]
+
+
+def test_cuda_only_library_probe_is_a_switch():
+    src = """
+        import torch
+        import torch_npu
+
+        def enable_xformers(use_xformers):
+            if not is_xformers_available():
+                raise ModuleNotFoundError("xformers")
+            elif not torch.cuda.is_available():
+                raise ValueError("xformers needs a GPU")
+            else:
+                q = torch.randn((1, 2, 40), device="cuda")
+    """
+    assert lint(src, select=["ASC6"]) == []
+
+
+def test_gpu_capability_probe_is_a_switch():
+    src = ("import torch\nimport torch_npu\n"
+           "if bf16 and torch.cuda.is_available() and not is_torch_bf16_gpu_available():\n"
+           "    raise ValueError('this GPU has no bf16')\n")
+    assert found(src, "ASC603") == []
+
+
+def test_cuda_code_inside_an_npu_branch_is_a_leftover():
+    src = """
+        import torch
+        import torch_npu
+
+        def setup(device, local_rank):
+            if torch.npu.is_available():
+                device = torch.device("npu:0")
+            else:
+                torch.distributed.init_process_group(backend="nccl")
+            if device.type == "npu":
+                torch.cuda.set_device(device)
+            if not use_npu:
+                model = model.cuda()
+            x = x.cuda() if use_npu else x
+    """
+    got = sorted((f.line, f.code) for f in lint(src, select=["ASC6"]))
+    assert got == [(11, "ASC603"), (14, "ASC601")]
+
+
+def test_function_probing_the_npu_still_reports_unguarded_leftovers():
+    src = """
+        import torch
+        import torch_npu
+
+        def setup_devices(self):
+            if self.local_rank == -1:
+                device = torch.device("npu:0" if torch.npu.is_available() else "cpu")
+            else:
+                if not torch.distributed.is_initialized():
+                    torch.distributed.init_process_group(backend="nccl")
+                device = torch.device("npu", self.local_rank)
+            return device
+    """
+    assert [(f.line, f.code) for f in lint(src, select=["ASC6"])] == [(10, "ASC602")]
+
+
+@pytest.mark.parametrize("test, flagged", [
+    ("args.npu is not None", False),  # the cuda line is in the else branch: an NPU is set in the `if`
+    ("args.npu is None", True),
+    ("device != 'npu'", True),
+    ("device == 'npu'", False),
+])
+def test_polarity_of_npu_tests(test, flagged):
+    src = f"import torch\nimport torch_npu\nif {test}:\n    pass\nelse:\n    loc = 'cuda:{{}}'.format(gpu)\n"
+    assert bool(found(src, "ASC601")) is flagged

@@ -55,24 +55,28 @@ class HandwrittenRmsNorm(FusionRule):
         source="op-plugin docs `(beta) torch_npu.npu_rms_norm` and op_plugin_functions.yaml; msprof-analyze "
                "advisor rules timeline_fusion_ops.yaml.",
     )
+    _HEAD = "import torch\nimport torch_npu\n"
     flagged = (
-        "import torch\nimport torch_npu\ndef f(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",
-        "import torch\nimport torch_npu\ndef f(x, w, eps):\n"
+        _HEAD + "def f(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",
+        _HEAD + "def f(x, w, eps):\n"
         "    variance = x.pow(2).mean(-1, keepdim=True)\n    x = x * torch.rsqrt(variance + eps)\n    return w * x",
-        "import torch\nimport torch_npu\ndef f(x, eps):\n    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps)",
-        "import torch\nimport torch_npu\ndef f(x, eps):\n    return x * (1 / torch.sqrt(torch.mean(x ** 2, -1, keepdim=True) + eps))",
-        "import torch\nimport torch_npu\ndef f(x, eps):\n    return x * (x.square().mean(-1, keepdim=True) + eps).rsqrt()",
+        _HEAD + "def f(x, eps):\n    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps)",
+        _HEAD + "def f(x, eps):\n    return x * (1 / torch.sqrt(torch.mean(x ** 2, -1, keepdim=True) + eps))",
+        _HEAD + "def f(x, eps):\n    return x * (x.square().mean(-1, keepdim=True) + eps).rsqrt()",
     )
     clean = (
         "import torch\ndef f(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",  # no NPU
-        "import torch\nimport torch_npu\ndef f(x, w, eps):\n    return torch_npu.npu_rms_norm(x, w, epsilon=eps)[0]",
+        _HEAD + "def f(x, w, eps):\n    return torch_npu.npu_rms_norm(x, w, epsilon=eps)[0]",
         # LayerNorm: the square is centred
-        "import torch\nimport torch_npu\ndef f(x, eps):\n    mu = x.mean(-1, keepdim=True)\n"
+        _HEAD + "def f(x, eps):\n    mu = x.mean(-1, keepdim=True)\n"
         "    var = (x - mu).pow(2).mean(-1, keepdim=True)\n    return (x - mu) * torch.rsqrt(var + eps)",
         # PixelNorm over channels
-        "import torch\nimport torch_npu\ndef f(x):\n    return x * torch.rsqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-8)",
+        _HEAD + "def f(x):\n    return x * torch.rsqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-8)",
         # an RMS metric, no eps and no keepdim
-        "import torch\nimport torch_npu\ndef rmse(a, b):\n    return torch.sqrt(((a - b) ** 2).mean())",
+        _HEAD + "def rmse(a, b):\n    return torch.sqrt(((a - b) ** 2).mean())",
+        # the factor scales a projection of x, not x (a folded norm)
+        _HEAD + "import torch.nn.functional as F\ndef f(x, w, eps):\n"
+        "    r = torch.rsqrt(x.square().mean(-1, keepdim=True) + eps)\n    return F.linear(x, w) * r",
     )
 
     def __init__(self, ctx, options=None) -> None:
@@ -164,7 +168,8 @@ class HandwrittenRmsNorm(FusionRule):
             operand, offset = func.value, 0
         else:
             return None
-        if not is_last_dim(argument(node, "dim", offset)) or constant(argument(node, "keepdim", offset + 1)) is not True:
+        keepdim = constant(argument(node, "keepdim", offset + 1))
+        if not is_last_dim(argument(node, "dim", offset)) or keepdim is not True:
             return None
         return square_base(self.ctx, ctx_lookup(self.ctx), operand)
 

@@ -10,6 +10,7 @@ from ascend_lint.semantic import argument
 from ._match import FusionRule, Lookup, body_lookup, ctx_lookup, halves, is_last_dim, resolve, same, src
 
 SELF_NAMES = ("self", "cls")
+CATS = ("torch.cat", "torch.concat", "torch.concatenate")
 
 
 class HandwrittenRotaryEmbedding(FusionRule):
@@ -155,7 +156,7 @@ def _is_mult(node: ast.expr) -> bool:
 def _cat_of_halves(ctx, look: Lookup, node: ast.expr) -> Optional[ast.expr]:
     """X for `torch.cat((-x2, x1), dim=-1)` with x1, x2 the first and second half of X."""
     node = resolve(look, node)
-    if not (isinstance(node, ast.Call) and ctx.qualname(node.func) in ("torch.cat", "torch.concat", "torch.concatenate")):
+    if not (isinstance(node, ast.Call) and ctx.qualname(node.func) in CATS):
         return None
     parts = argument(node, "tensors", 0)
     if not (isinstance(parts, (ast.Tuple, ast.List)) and len(parts.elts) == 2):

@@ -55,7 +55,8 @@ class HandwrittenSwiglu(FusionRule):
         _IMPORTS + "def f(x, h):\n    return F.silu(x[..., :h]) * x[..., h:]",
         _IMPORTS + "def f(x):\n    a, b = x.chunk(2, -1)\n    return torch.nn.SiLU()(a) * b",
         _IMPORTS + "class MLP(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.act = torch.nn.SiLU()\n    def forward(self, x):\n        return self.w2(self.act(self.w1(x)) * self.w3(x))",
+        "        self.act = torch.nn.SiLU()\n    def forward(self, x):\n"
+        "        return self.w2(self.act(self.w1(x)) * self.w3(x))",
         _IMPORTS + "def f(self, x):\n    return self.down(F.silu(self.gate(x)) * self.up(x))",
     )
     clean = (

@@ -11,6 +11,7 @@ from ._match import MAX_STEPS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel
 
 MATMULS = ("torch.matmul", "torch.bmm")
 SOFTMAX_FUNCS = ("torch.softmax", "torch.nn.functional.softmax")
+TRANSPOSES = ("transpose", "swapaxes", "permute", "t")
 
 
 class HandwrittenAttention(FusionRule):
@@ -212,13 +213,13 @@ class HandwrittenAttention(FusionRule):
         qual = self.ctx.qualname(func)
         if qual == "torch.transpose" and len(node.args) == 3:
             base, dims = node.args[0], node.args[1:]
-        elif isinstance(func, ast.Attribute) and qual is None and func.attr in ("transpose", "swapaxes", "permute", "t"):
+        elif isinstance(func, ast.Attribute) and qual is None and func.attr in TRANSPOSES:
             base, dims = func.value, node.args
             if func.attr == "t" and not dims:
                 return base
             if func.attr == "permute":
-                perm = [constant(d) for d in (dims[0].elts if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List))
-                                              else dims)]
+                packed = len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List))
+                perm = [constant(d) for d in (dims[0].elts if packed else dims)]
                 if len(perm) >= 3 and all(isinstance(p, int) for p in perm) and perm[-2] == len(perm) - 1:
                     return base
                 return None

@@ -6,7 +6,8 @@ from typing import Dict
 from ascend_lint.rule import Applicability, Docs, Edit, Rule
 from ascend_lint.semantic import argument, constant
 
-from ._common import cuda_device_string, in_backend_switch, mentions_npu, npu_fix, replace_in_literal, source
+from ._common import (NOT_LEFTOVERS, cuda_device_string, dispatches_elsewhere, gpu_fallback, in_backend_switch,
+                      names_npu, npu_fix, npu_polarity, replace_in_literal, source)
 
 # Keyword arguments that take a device.
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type"})
@@ -33,11 +34,9 @@ class CudaDevice(Rule):
             "`'cuda'` devices fail on an Ascend host (no CUDA driver), or silently keep the work on the CPU "
             "when the code falls back. The manual port replaces `torch.device('cuda:N')` with `'npu:N'` and "
             "`.cuda()` with `.npu()` (Ascend PyTorch migration guide, manual migration).",
-        known_problems="Code that deliberately chooses a backend (`if is_npu: x.npu() else: x.cuda()`, "
-                       "`'npu' if npu else 'cuda'`) is not flagged: any enclosing `if` or conditional "
-                       "expression that names the NPU counts as such a switch. Files that import "
-                       "`torch_npu.contrib.transfer_to_npu` (or `mindspeed_llm`, whose package import applies "
-                       "it) are migrated at run time and are skipped.",
+        known_problems=NOT_LEFTOVERS + (" A file that defines its own `cuda` function or method (a torch emulation, "
+                                        "a wrapper delegating to `model.cuda()`) is taken to call that and not "
+                                        "flagged."),
         example="""
             import torch_npu
 
@@ -126,9 +125,15 @@ class CudaDevice(Rule):
 
     # ----------------------------------------------------------------- helpers
     def _check_plain(self, value: ast.expr) -> None:
-        if isinstance(value, ast.IfExp) and not mentions_npu(value):  # 'cuda' if cuda_ok else 'cpu'
-            self._check_plain(value.body)
-            self._check_plain(value.orelse)
+        if isinstance(value, ast.IfExp):  # 'cuda' if torch.cuda.is_available() else 'cpu'
+            if dispatches_elsewhere(value.test) or gpu_fallback(self.ctx, self._switches, [value.test]):
+                return
+            polarity = npu_polarity(value.test)
+            for branch, other, side in ((value.body, value.orelse, 1), (value.orelse, value.body, -1)):
+                # the NPU side of the test, or a test without NPU: a CUDA string here is a leftover;
+                # the other side of an NPU test, or the alternative of an 'npu' string, is deliberate
+                if polarity in (0, side) and not names_npu(other):
+                    self._check_plain(branch)
         elif isinstance(value, ast.Constant) and cuda_device_string(value.value):
             self._report_string(value, f"`{value.value!r}`")
 

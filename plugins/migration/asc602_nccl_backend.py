@@ -4,10 +4,10 @@ from __future__ import annotations
 import ast
 from typing import Dict
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.rule import Applicability, Docs, Fix, Rule
 from ascend_lint.semantic import argument
 
-from ._common import in_backend_switch, replace_in_literal
+from ._common import NOT_LEFTOVERS, in_backend_switch, replace_in_literal
 
 # torch.distributed calls with a `backend` argument: name -> position of `backend`.
 BACKEND_CALLS = {"init_process_group": 0, "new_group": 2}
@@ -27,9 +27,8 @@ class NcclBackend(Rule):
         why="NCCL is NVIDIA's collective library; on Ascend the collective backend is HCCL, registered by "
             "torch_npu as `'hccl'`. Initialising with `'nccl'` fails on an Ascend host unless "
             "`transfer_to_npu` rewrites it at run time.",
-        known_problems="A backend chosen by a condition that names the NPU (`'hccl' if npu else 'nccl'`) is "
-                       "left alone. After the fix, later checks such as `if backend == 'nccl'` must be edited "
-                       "by hand (the Ascend automatic-migration docs note the same).",
+        known_problems=NOT_LEFTOVERS + (" After the fix, later checks such as `if backend == 'nccl'` must be "
+                                        "edited by hand (the Ascend automatic-migration docs note the same)."),
         example="""
             import torch.distributed as dist
             import torch_npu

@@ -5,7 +5,7 @@ import ast
 from typing import Dict
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 
-from ._common import in_backend_switch, npu_fix, torch_spelling
+from ._common import NOT_LEFTOVERS, in_backend_switch, npu_fix, torch_spelling
 from .twins import Twin, lookup
 
 PREFIX = "torch.cuda."
@@ -30,9 +30,7 @@ class TorchCudaApi(Rule):
             "is 0 (so the code silently falls back to the CPU), and calls such as `synchronize()` or "
             "`set_device()` raise. torch_npu mirrors the CUDA API under `torch.npu` "
             "(`torch.cuda.*** -> torch_npu.npu.***` in the Ascend API support list).",
-        known_problems="Calls under a condition that names the NPU (`if torch.npu.is_available(): ... elif "
-                       "torch.cuda.is_available(): ...`) are taken as deliberate multi-backend code and not "
-                       "flagged. APIs missing from the table are not reported.",
+        known_problems=NOT_LEFTOVERS + " APIs missing from the table are not reported.",
         example="""
             import torch
             import torch_npu

@@ -6,7 +6,7 @@ from typing import Dict
 
 from ascend_lint.rule import Applicability, Docs, Edit, Rule
 
-from ._common import in_backend_switch, npu_fix
+from ._common import NOT_LEFTOVERS, in_backend_switch, npu_fix
 
 # CUDA flag -> (torch.npu twin below `torch.`, the twin's default on Ascend)
 HF32_TWINS = {
@@ -30,6 +30,7 @@ class Tf32FlagOnNpu(Rule):
             "unit is HF32, switched by `torch.npu.matmul.allow_hf32` (default False) and "
             "`torch.npu.conv.allow_hf32` (default True): setting the CUDA flag leaves the NPU at its defaults, "
             "so the precision/speed trade-off the script asked for silently does not happen.",
+        known_problems=NOT_LEFTOVERS,
         example="""
             import torch
             import torch_npu
@@ -85,6 +86,6 @@ class Tf32FlagOnNpu(Rule):
         torch_name = self.ctx.alias_for("torch")
         fix = None
         if torch_name is not None and not self.ctx.is_local(torch_name):
-            fix = npu_fix(self.ctx, f"Set `torch.{twin}` instead", Edit("replace", self.ctx.span(target),
-                                                                     f"{torch_name}.{twin}"))
+            edit = Edit("replace", self.ctx.span(target), f"{torch_name}.{twin}")
+            fix = npu_fix(self.ctx, f"Set `torch.{twin}` instead", edit)
         self.report(target, flag=flag, twin=twin, default=default, fix=fix)
