@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import textwrap
 from pathlib import Path
 from typing import List, Tuple
