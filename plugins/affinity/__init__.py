@@ -7,6 +7,12 @@ from .asc304_no_mixed_precision import NoMixedPrecision
 from .asc305_apex_combine_ddp import ApexCombineDdp
 from .asc306_fused_clip_grad_norm import FusedClipGradNorm
 from .asc307_fused_set_to_none import FusedOptimizerSetToNone
+from .asc401_dim_alignment import DimNotAligned
+from .asc402_fp32_matmul import Fp32Matmul
+from .asc403_float64 import Float64OnNpu
+from .asc404_dynamic_shape import DynamicShapeInForward
+from .asc501_sync_checkpoint import SyncCheckpointSave
+from .asc502_dataset_autotune import DatasetAutotuneOff
 
 RULES = [
     ContiguousAfterView,
@@ -17,4 +23,10 @@ RULES = [
     ApexCombineDdp,
     FusedClipGradNorm,
     FusedOptimizerSetToNone,
+    DimNotAligned,
+    Fp32Matmul,
+    Float64OnNpu,
+    DynamicShapeInForward,
+    SyncCheckpointSave,
+    DatasetAutotuneOff,
 ]

@@ -1,0 +1,338 @@
+"""ASC402 fp32-matmul."""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Sequence, Set
+
+from ascend_lint.rule import Docs, Rule
+from ascend_lint.semantic import argument, constant, method_name
+
+TORCH_MATMULS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.nn.functional.linear"})
+MS_FUNCTIONS = frozenset({"mindspore.ops.matmul", "mindspore.ops.functional.matmul"})
+MS_PRIMITIVES = frozenset({"mindspore.ops.MatMul", "mindspore.ops.BatchMatMul", "mindspore.nn.MatMul"})
+MATMUL_METHODS = frozenset({"matmul", "mm", "bmm"})
+APEX_REGISTER = "apex.amp.register_float_function"
+FP32 = frozenset({"torch.float32", "torch.float", "mindspore.float32", "mindspore.dtype.float32"})
+LOW = frozenset({"torch.float16", "torch.half", "torch.bfloat16", "mindspore.float16", "mindspore.dtype.float16",
+                 "mindspore.bfloat16", "mindspore.dtype.bfloat16"})
+LOW_STRINGS = frozenset({"float16", "bfloat16", "fp16", "bf16"})
+CAST_METHODS = frozenset({"to", "type", "astype"})
+# shape-only ops that keep the dtype of their receiver
+KEEP_DTYPE = frozenset({"t", "transpose", "permute", "view", "reshape", "contiguous", "unsqueeze", "squeeze",
+                        "expand", "expand_as", "flatten", "swapaxes", "swapdims", "clone", "detach"})
+# calls showing that the file trains a MindSpore network
+MS_TRAINING = frozenset({
+    "mindspore.Model", "mindspore.nn.TrainOneStepCell", "mindspore.nn.TrainOneStepWithLossScaleCell",
+    "mindspore.amp.build_train_network", "mindspore.value_and_grad", "mindspore.ops.value_and_grad",
+    "mindspore.ops.GradOperation", "mindspore.grad", "mindspore.ops.grad",
+})
+MS_AMP_FUNCTIONS = {"mindspore.amp.auto_mixed_precision": ("amp_level", 1),
+                    "mindspore.amp.custom_mixed_precision": (None, None),
+                    "mindspore.amp.build_train_network": ("level", 3)}
+REMEDY_MS = 'cast the cell with `to_float(mstype.float16)` or train with `Model(..., amp_level="O2")`'
+
+
+class Fp32Matmul(Rule):
+    code = "ASC402"
+    name = "fp32-matmul"
+    message = "{op} {reason}, which misses Ascend's fp16 Cube unit: {remedy}"
+    triggers = ("matmul", "MatMul", "mm(", "@", "linear", "register_float_function", "to_float",
+                "add_flags_recursive", "amp_level", "mixed_precision", "float16", "build_train_network", "Model",
+                "TrainOneStep", "value_and_grad", "GradOperation", "grad(", "compute_type", "compute_dtype")
+    docs = Docs(
+        what="Flags (a) MindSpore `ops.MatMul`, `ops.BatchMatMul`, `P.MatMul`, `nn.MatMul` and `ops.matmul` "
+             "used in a Cell of a file that trains a network (`Model`, `TrainOneStepCell`, `value_and_grad`, "
+             "...) when nothing in the file casts the network to fp16 (`to_float(mstype.float16)`, "
+             "`add_flags_recursive(fp16=True)`, `amp_level` other than \"O0\", `auto_mixed_precision`, "
+             "`build_train_network` with a level, a float16 dtype anywhere); (b) any MatMul-family call "
+             "(`torch.matmul`, `mm`, `bmm`, `@`, `F.linear`, `ops.matmul`, a MatMul primitive) with an "
+             "operand explicitly cast to float32 (`.float()`, `.to(torch.float32)`, "
+             "`.astype(mstype.float32)`, a Cast to float32, `dtype=torch.float32`), directly or through a "
+             "local name, or that runs under `autocast(enabled=False)`; (c) apex "
+             "`amp.register_float_function(torch, 'matmul' | 'mm' | 'bmm')`.",
+        why="The Cube unit of the Ascend AI Core computes matrix products in fp16 (bf16 on newer parts); a "
+            "float32 MatMul falls back to a far slower path. MindSpore's tuning notes cast such cells with "
+            "`add_flags_recursive(fp16=True)` / `to_float(mstype.float16)` or train with "
+            "`Model(..., amp_level=\"O2\")`; Ascend's apex guide notes that `register_float_function` forces "
+            "an op to fp32, the opposite of what the Cube wants.",
+        known_problems="A Cell defined in a file that does not train it is not checked for (a): the cast "
+                       "usually lives in the training script. `amp_level=\"O1\"` counts as a cast (its white "
+                       "list runs MatMul in fp16). An fp32 MatMul is sometimes a deliberate precision "
+                       "decision (logits, attention scores): suppress it with `# noqa: ASC402`.",
+        example="""
+            class Classifier(nn.Module):
+                def forward(self, x):
+                    return torch.matmul(x.float(), self.weight.float().t())
+        """,
+        use_instead="""
+            class Classifier(nn.Module):
+                def forward(self, x):
+                    return torch.matmul(x, self.weight.t())  # autocast / apex O2 keeps it in fp16
+        """,
+        fix_safety="No fix: running a MatMul in fp16 is a precision decision.",
+        source="MindSpore performance tuning notes (MatMul in fp16, `add_flags_recursive(fp16=True)`, "
+               "`amp_level`); Ascend apex README (`amp.register_float_function`); "
+               "`mindspore.amp.auto_mixed_precision` API docs.",
+    )
+    flagged = (
+        "import torch\ny = torch.matmul(x.float(), w)",
+        "import torch\ny = torch.mm(a, b.float().t())",
+        "import torch\ny = torch.bmm(q.to(torch.float32), k)",
+        "import torch\ny = torch.bmm(q.to(dtype=torch.float32), k)",
+        "import torch\ndef f(q, k):\n    q = q.float()\n    return q @ k.transpose(-1, -2)",
+        "import torch.nn.functional as F\ndef f(x, w):\n    x = x.flatten(2).float()\n    x = x.view(-1, 64)\n"
+        "    return F.linear(x, w)",
+        "import torch.nn.functional as F\ny = F.linear(x.float(), w)",
+        "import torch\ny = x.float().matmul(w)",
+        "import torch\nwith torch.autocast('npu', enabled=False):\n    y = torch.matmul(a, b)",
+        "import torch\nwith torch.npu.amp.autocast(enabled=False):\n    y = a @ b",
+        "import torch\nfrom apex import amp\namp.register_float_function(torch, 'bmm')",
+        "import mindspore as ms\nfrom mindspore import ops\ny = ops.matmul(x.astype(ms.float32), w)",
+        "import mindspore\nfrom mindspore import ops\nfrom mindspore import dtype as mstype\n"
+        "cast = ops.Cast()\ny = ops.MatMul()(cast(x, mstype.float32), w)",
+        # (a): a Cell with a MatMul in a training script that never casts to fp16
+        "from mindspore import nn, ops, Model\n"
+        "class Head(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.matmul = ops.MatMul(transpose_b=True)\n"
+        "    def construct(self, x, w):\n        return self.matmul(x, w)\n"
+        "model = Model(Head(), loss_fn, opt)",
+        "from mindspore import nn, Model\nfrom mindspore.ops import operations as P\n"
+        "class Attn(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.bmm = P.BatchMatMul()\n"
+        "model = Model(Attn(), loss_fn, opt, amp_level='O0')",
+        "import mindspore as ms\nfrom mindspore import nn, ops\n"
+        "class Net(nn.Cell):\n    def construct(self, x, w):\n        return ops.matmul(x, w)\n"
+        "train_net = nn.TrainOneStepCell(nn.WithLossCell(Net(), loss), opt)",
+    )
+    clean = (
+        "import torch\ny = torch.matmul(x, w)",
+        "import torch\ny = torch.matmul(x.half(), w.half())",
+        "import torch\ny = torch.matmul(x.to(torch.bfloat16), w)",
+        "import torch\ny = torch.matmul(x.to(dtype), w)",  # `.to(dtype)`: dtype unknown
+        "import torch\ny = torch.matmul(x.to(device), w)",
+        "import torch\ny = torch.matmul(x, w).float()",  # the result, not an operand
+        "import torch\ndef f(q, k):\n    q = q.float()\n    q = q * 2\n    return q @ k",
+        "import torch\nwith torch.autocast('npu'):\n    y = torch.matmul(a, b)",
+        "import torch\nwith torch.autocast('npu', enabled=False):\n    y = torch.matmul(a.half(), b.half())",
+        "import torch\ny = x.float() + w.float()",
+        "import torch\nfrom apex import amp\namp.register_float_function(torch, 'softmax')",
+        "import torch\nfrom apex import amp\namp.register_half_function(torch, 'bmm')",
+        "import torch\ndef matmul(a, b):\n    return a\ny = matmul(a.float(), b)",  # a local function
+        # (a) a cast anywhere in the training script
+        "from mindspore import nn, ops, Model\nclass Head(nn.Cell):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.matmul = ops.MatMul()\n"
+        "model = Model(Head(), loss_fn, opt, amp_level='O2')",
+        "from mindspore import nn, ops, Model\nclass Head(nn.Cell):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.matmul = ops.MatMul()\n"
+        "model = Model(Head(), loss_fn, opt, amp_level=args.amp_level)",
+        "from mindspore import nn, ops, Model\nfrom mindspore import dtype as mstype\n"
+        "class Head(nn.Cell):\n    def __init__(self):\n        super().__init__()\n        self.matmul = ops.MatMul()\n"
+        "net = Head().to_float(mstype.float16)\nmodel = Model(net, loss_fn, opt)",
+        "from mindspore import nn, Model\nfrom mindspore.ops import operations as P\n"
+        "class Head(nn.Cell):\n    def __init__(self):\n        super().__init__()\n        self.matmul = P.MatMul()\n"
+        "net = Head()\nnet.add_flags_recursive(fp16=True)\nmodel = Model(net, loss_fn, opt)",
+        "import mindspore as ms\nfrom mindspore import nn, ops, Model\nclass Head(nn.Cell):\n"
+        "    def construct(self, x, w):\n        return ops.matmul(x, w)\n"
+        "net = ms.amp.auto_mixed_precision(Head(), 'O2')\nmodel = Model(net, loss_fn, opt)",
+        "from mindspore import nn, ops, Model\nfrom mindspore import dtype as mstype\nclass Head(nn.Cell):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.matmul = ops.MatMul()\n"
+        "        self.cast = ops.Cast()\n    def construct(self, x, w):\n"
+        "        return self.matmul(self.cast(x, mstype.float16), self.cast(w, mstype.float16))\n"
+        "model = Model(Head(), loss_fn, opt)",
+        # (a) a model file that does not train: the cast lives in the training script
+        "from mindspore import nn, ops\nclass Head(nn.Cell):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.matmul = ops.MatMul()",
+        # (a) a MatMul outside any Cell
+        "from mindspore import ops, Model\ny = ops.matmul(x, w)\nmodel = Model(net, loss_fn, opt)",
+    )
+
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self.cell_matmuls: List[ast.AST] = []
+        self.casts_fp16 = False
+        self.trains = False
+        self.reported: Set[int] = set()
+
+    # --------------------------------------------------------------- handlers
+    def visit_Call(self, node: ast.Call) -> None:
+        qual = self.ctx.call_name(node)
+        self._evidence(node, qual)
+        if qual in MS_PRIMITIVES or qual in MS_FUNCTIONS:
+            cls = self.ctx.class_scope
+            if cls is not None and cls.class_kind == "cell":
+                self.cell_matmuls.append(node)
+        if qual == APEX_REGISTER:
+            self._check_registration(node)
+            return
+        found = self._matmul(node, qual)
+        if found is not None:
+            label, operands = found
+            self._check_operands(node, label, operands)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult):
+            self._check_operands(node, "`@`", [node.left, node.right])
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if not self.casts_fp16 and node.attr.endswith("float16") and self.ctx.qualname(node) in LOW:
+            self.casts_fp16 = True
+
+    def end_file(self) -> None:
+        if not self.trains or self.casts_fp16:
+            return
+        for node in self.cell_matmuls:
+            if id(node) in self.reported:
+                continue
+            op = self._label(node.func if isinstance(node, ast.Call) else node)
+            self.report(node, op=op, reason="runs in float32 (nothing in this file casts the network to fp16)",
+                        remedy=REMEDY_MS)
+
+    # ----------------------------------------------------------- (b) operands
+    def _matmul(self, call: ast.Call, qual: Optional[str]):
+        """(label, operands) when `call` is a MatMul-family call."""
+        func = call.func
+        if qual in TORCH_MATMULS or qual in MS_FUNCTIONS:
+            return f"`{qual}`", call.args[:2]
+        if isinstance(func, ast.Call) and self.ctx.call_name(func) in MS_PRIMITIVES:  # P.MatMul()(a, b)
+            return self._label(func.func), call.args[:2]
+        if qual is None and isinstance(func, ast.Attribute):
+            receiver = func.value
+            if isinstance(receiver, ast.Name) and receiver.id == "self":
+                bound = self._self_attribute(func.attr)
+                if bound is not None and self.ctx.call_name(bound) in MS_PRIMITIVES:
+                    return self._label(bound.func), call.args[:2]
+                return None
+            if func.attr in MATMUL_METHODS:
+                return f"`.{func.attr}()`", [receiver] + call.args[:1]
+        return None
+
+    def _check_operands(self, node: ast.AST, label: str, operands: Sequence[ast.expr]) -> None:
+        if any(self._bits(op) == 32 for op in operands):
+            reason = "multiplies an operand cast to float32"
+            remedy = ("drop the float32 cast (`astype`/`Cast`) and keep the operands in fp16"
+                      if self.ctx.imports("mindspore") and not self.ctx.imports("torch")
+                      else "drop the float32 cast (`.float()`/`.to(torch.float32)`) and let AMP keep it in fp16/bf16")
+        elif self._autocast_disabled() and not any(self._bits(op) == 16 for op in operands):
+            reason = "runs in float32 under `autocast(enabled=False)`"
+            remedy = "keep the MatMul inside autocast and disable it only around the numerically sensitive op"
+        else:
+            return
+        self.reported.add(id(node))
+        self.report(node, op=label, reason=reason, remedy=remedy)
+
+    def _bits(self, expr: ast.expr) -> Optional[int]:
+        """32 / 16 when `expr` is explicitly cast to float32 / a 16-bit float, else None."""
+        node = expr
+        for _ in range(8):
+            if isinstance(node, ast.Name):
+                bound = self.ctx.binding_before(node.id, node)  # `x = x.float()`: the x before it
+                if bound is None or bound.index is not None or bound.value is None:
+                    return None
+                node = bound.value
+                continue
+            if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+                node = node.value
+                continue
+            if isinstance(node, ast.Subscript):
+                node = node.value
+                continue
+            if not isinstance(node, ast.Call):
+                return None
+            func = node.func
+            if isinstance(func, ast.Attribute) and self.ctx.qualname(func) is None:
+                if func.attr == "float" and not node.args and not node.keywords:
+                    return 32
+                if func.attr in ("half", "bfloat16") and not node.args:
+                    return 16
+                if func.attr in CAST_METHODS:
+                    return self._dtype_bits(list(node.args) + [k.value for k in node.keywords])
+                if func.attr in KEEP_DTYPE:
+                    node = func.value
+                    continue
+            if self._is_cast(node):
+                return self._dtype_bits(node.args[1:2])
+            dtype = argument(node, "dtype")
+            return self._dtype_bits([dtype]) if dtype is not None else None
+        return None
+
+    def _dtype_bits(self, values: Sequence[ast.expr]) -> Optional[int]:
+        for value in values:
+            qual = self.ctx.qualname(value)
+            if qual in FP32:
+                return 32
+            if qual in LOW:
+                return 16
+        return None
+
+    def _is_cast(self, call: ast.Call) -> bool:
+        """`ops.cast(x, t)`, `ops.Cast()(x, t)`, `self.cast(x, t)` with `self.cast = ops.Cast()`."""
+        func = call.func
+        if self.ctx.call_name(call) == "mindspore.ops.cast":
+            return True
+        if isinstance(func, ast.Call) and self.ctx.call_name(func) == "mindspore.ops.Cast":
+            return True
+        if isinstance(func, ast.Name):
+            bound = self.ctx.resolve(func)
+            return isinstance(bound, ast.Call) and self.ctx.call_name(bound) == "mindspore.ops.Cast"
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            bound = self._self_attribute(func.attr)
+            return bound is not None and self.ctx.call_name(bound) == "mindspore.ops.Cast"
+        return False
+
+    def _self_attribute(self, attr: str) -> Optional[ast.Call]:
+        cls = self.ctx.class_scope
+        value = cls.attributes.get(attr) if cls is not None else None
+        return value if isinstance(value, ast.Call) else None
+
+    def _autocast_disabled(self) -> bool:
+        for with_node in self.ctx.withs:
+            for item in with_node.items:
+                expr = item.context_expr
+                if not isinstance(expr, ast.Call):
+                    continue
+                qual = self.ctx.call_name(expr) or ""
+                if (qual.startswith("torch.") and qual.endswith("autocast")) or method_name(expr) == "autocast":
+                    enabled = argument(expr, "enabled")
+                    if enabled is not None and constant(enabled, True) is False:
+                        return True
+        return False
+
+    # ------------------------------------------------------ (c) registration
+    def _check_registration(self, call: ast.Call) -> None:
+        module = self.ctx.qualname(call.args[0]) if call.args else None
+        op = constant(argument(call, "name", 1))
+        if module in ("torch", "torch.Tensor") and op in MATMUL_METHODS:
+            self.report(call, op=f"`amp.register_float_function({module}, '{op}')`",
+                        reason=f"forces `{module}.{op}` to float32",
+                        remedy="remove the registration (or use `amp.register_half_function`)")
+
+    # ----------------------------------------------------- (a) file evidence
+    def _evidence(self, call: ast.Call, qual: Optional[str]) -> None:
+        if qual in MS_TRAINING:
+            self.trains = True
+        if self.casts_fp16:
+            return
+        meth = method_name(call)
+        if meth == "to_float":
+            dst = argument(call, "dst_type", 0)
+            self.casts_fp16 = dst is None or self._dtype_bits([dst]) != 32
+        elif meth == "add_flags_recursive":
+            flag = argument(call, "fp16") or argument(call, "bf16")
+            self.casts_fp16 = flag is not None and constant(flag, True) not in (False, None, 0)
+        elif qual in MS_AMP_FUNCTIONS:
+            name, pos = MS_AMP_FUNCTIONS[qual]
+            level = argument(call, name, pos) if name else None  # the level defaults to "O0"
+            self.casts_fp16 = name is None or (level is not None and constant(level) != "O0")
+        if self.casts_fp16:
+            return
+        for kw in call.keywords:
+            if kw.arg == "amp_level" and constant(kw.value) != "O0":
+                self.casts_fp16 = True
+            elif kw.arg in ("compute_type", "compute_dtype", "dtype") and constant(kw.value) in LOW_STRINGS:
+                self.casts_fp16 = True
+
+    def _label(self, func: ast.AST) -> str:
+        qual = self.ctx.qualname(func)
+        if qual:
+            return "`" + qual.replace("mindspore.ops.", "ops.").replace("mindspore.nn.", "nn.") + "`"
+        return "`" + (func.attr if isinstance(func, ast.Attribute) else "MatMul") + "`"
