@@ -49,6 +49,8 @@ def trigger_lines(text: str, triggers: Sequence[str]) -> Optional[List[int]]:
     """Sorted line numbers holding a trigger text; None disables statement pruning."""
     if not triggers:
         return None
+    if "\r" in text:  # CRLF and lone CR end lines too: count them as "\n" (line numbers are kept)
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     find = text.find
     count = text.count
     lines = set()
@@ -143,7 +145,10 @@ class Walker:
         """Visit a compound statement's header expressions when its lines are hit."""
         body = getattr(node, "body", None)
         last = body[0].lineno - 1 if body else node.end_lineno
-        if not self.hit(node.lineno, max(last, node.lineno)):
+        first = node.lineno
+        for decorator in getattr(node, "decorator_list", ()):  # decorators stand above the `def` line
+            first = min(first, decorator.lineno)
+        if not self.hit(first, max(last, node.lineno)):
             return
         self.ctx.stack.append(node)
         for part in parts:

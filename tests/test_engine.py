@@ -210,3 +210,9 @@ def test_a_crashing_rule_does_not_crash_the_run():
     result = Linter([Boom], Settings()).lint_bytes(b"probe(1)\n", "x.py")
     assert [f.code for f in result.findings] == ["ASC000"]
     assert "TST002" in result.findings[0].message and "kaboom" in result.findings[0].message
+
+
+def test_lone_cr_and_crlf_newlines_keep_line_numbers():
+    for newline in ("\r", "\r\n"):
+        src = newline.join(["import torch", "a = 1", "y = x.t().contiguous()", ""])
+        assert [(f.code, f.line) for f in lint(src, select=["ASC101"])] == [("ASC101", 3)]

@@ -254,8 +254,6 @@ def test_asc603_keeps_the_torch_alias():
     assert apply(src, f).splitlines()[-1] == "th.npu.synchronize()"
 
 
-@pytest.mark.xfail(reason="walker: a decorator line is visited only when the `def` line holds a trigger",
-                   strict=False)
 def test_asc603_decorator_form():
     src = "import torch\nimport torch_npu\n@torch.cuda.amp.autocast()\ndef forward(x):\n    return x\n"
     (f,) = found(src, "ASC603")
