@@ -66,6 +66,7 @@ class _Probe(Rule):
     code = "TST001"
     name = "probe"
     message = "{what}"
+    file_triggers = ()
     triggers = ("probe",)
     docs = Docs(what="test", why="test")
     seen: list = []
