@@ -679,8 +679,11 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
     group: Dict[int, int] = {}
     bounds: List[List[int]] = []
     touched = sorted({unit_of(e.span) for f in findings for e in f.fix.edits} - {-1})  # type: ignore[union-attr]
+    # added imports go right after line `after`: no chunk may run across it
+    after = _import_line(tree) if any(f.fix.imports for f in findings) else -1  # type: ignore[union-attr]
     for i in touched:
-        if bounds and units[i][0] - bounds[-1][1] <= CHUNK_GAP:
+        if (bounds and units[i][0] - bounds[-1][1] <= CHUNK_GAP
+                and not bounds[-1][1] <= after < units[i][0]):
             bounds[-1][1] = units[i][1]
         else:
             bounds.append(list(units[i]))

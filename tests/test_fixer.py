@@ -383,6 +383,20 @@ def test_import_added_after_the_last_top_level_import_once():
     """)
 
 
+def test_import_goes_after_the_last_import_even_when_a_fix_rewrites_that_import():
+    src = ("import torch\nfrom torch.cuda.amp import autocast\nx = torch.zeros(3).cuda()\n"
+           "dist.init_process_group(backend='nccl')\n")
+    from conftest import REGISTRY
+
+    cfg = Settings(preview=True, target="npu", unsafe_fixes=True)
+    linter = Linter(REGISTRY.sorted_rules(), cfg)
+    result = fixer.fix_text(src, "port.py", linter.check(src, "port.py"), linter, cfg)
+    assert result.text.splitlines() == [
+        "import torch", "from torch_npu.npu.amp import autocast", "import torch_npu",
+        "x = torch.zeros(3).npu()", "dist.init_process_group(backend='hccl')",
+    ]
+
+
 @pytest.mark.parametrize("header,prefix", [
     ("import torch_npu as tnpu\n", "tnpu"),
     ("import torch_npu\n", "torch_npu"),
