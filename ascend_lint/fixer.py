@@ -754,7 +754,11 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
                     module = module.with_changes(default_indent=indent)
                 module = module.visit(_transformer_class(cst)(cst, chunk.resolver, chunk.ops))
                 empty = not (module.body or module.header or module.footer)
-                new_chunks[chunk.first] = "" if empty else module.code  # libcst prints "\n" for nothing
+                code = "" if empty else module.code  # libcst prints "\n" for nothing
+                if code:  # keep the chunk's own line ending (libcst may normalise a lone "\r")
+                    original = "".join(lines[chunk.first - 1:chunk.last])
+                    code = code.rstrip("\r\n") + original[len(original.rstrip("\r\n")):]
+                new_chunks[chunk.first] = code
         return _Attempt(_assemble(tree, lines, {c.first: c.last for c in chunks.values()}, new_chunks, imports),
                         applied, failed)
     except Exception as exc:  # a libcst validation error or a bug here must not crash the run
