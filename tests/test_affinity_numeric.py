@@ -157,7 +157,7 @@ def test_asc401_resolves_aliases_constants_and_defaults():
     """
     msgs = [f.message for f in lint(src, select=["ASC401"])]
     assert len(msgs) == 4
-    assert "`HIDDEN`" in msgs[0] and "`width`" in msgs[1] and "consider 80" in msgs[2]
+    assert "from `HIDDEN`" in msgs[0] and "the default of `width`" in msgs[1] and "consider 80" in msgs[2]
 
 
 def test_asc401_is_npu_context_and_can_be_forced():

@@ -39,7 +39,8 @@ class DimNotAligned(Rule):
              "`torch.nn.Linear(in, out)`, `torch.nn.Conv1d/2d/3d` channels, the `torch.nn.Embedding` "
              "embedding dim, `mindspore.nn.Dense(in, out)`, `mindspore.nn.Conv1d/2d/3d` channels, the "
              "`mindspore.nn.Embedding` embedding size, and `num_classes=` arguments of any call except "
-             "`load*` functions (`load_pretrained(..., num_classes=1000)` describes a checkpoint). One "
+             "`load*` functions (`load_pretrained(..., num_classes=1000)` describes a checkpoint) and "
+             "except a parameter default passed on (`num_classes=num_classes`). One "
              "finding per offending argument, pointing at it.",
         why="The AI Core moves data in 16-element blocks and its Cube unit multiplies 16x16 tiles: MatMul "
             "inputs that are not 16-aligned cannot use every core (MindSpore's `ops.MatMul` docs: "
@@ -50,9 +51,10 @@ class DimNotAligned(Rule):
             "tuning notes round `num_classes` up to a multiple of 16 for the classifier weight.",
         known_problems="Dimensions computed at run time (arguments, arithmetic, loop variables) are not "
                        "checked. A name rebound in a loop is read from the binding before the loop. A "
-                       "parameter default (`num_classes=1000`) is reported where it reaches a layer or a "
-                       "`num_classes=` argument, not at the `def` (a loss or metric that only takes "
-                       "`num_classes` builds no layer); callers may pass another value.",
+                       "parameter default (`num_classes=1000`) is reported where it reaches a layer, not at "
+                       "the `def` nor where a factory passes it on (`num_classes=num_classes`): a loss or "
+                       "metric that only takes `num_classes` builds no layer, and callers may pass another "
+                       "value.",
         example="""
             NUM_CLASSES = 1000
 
@@ -98,7 +100,7 @@ class DimNotAligned(Rule):
         "from mindspore import nn\nfc = nn.Dense(in_channels=768, out_channels=30522)",
         "from mindspore import nn\nconv = nn.Conv2d(3, 24, 3)",
         "from mindspore import nn\nemb = nn.Embedding(21128, 100)",
-        "import mindspore\ndef resnet50(num_classes=1001, **kwargs):\n    return ResNet(num_classes=num_classes)",
+        "import mindspore\nNUM_CLASSES = 1001\ndef resnet50(**kwargs):\n    return ResNet(num_classes=NUM_CLASSES)",
     )
     clean = (
         "import torch_npu\nimport torch.nn as nn\nfc = nn.Linear(2048, 1008)",
@@ -117,6 +119,8 @@ class DimNotAligned(Rule):
         "    def __init__(self, smoothing=0.1, num_classes=1000):\n        super().__init__()\n"
         "        self.num_classes = num_classes",  # a default that builds no layer
         "import torch_npu\nload_pretrained(model, cfg, num_classes=1000, in_channels=3)",  # describes a checkpoint
+        "import mindspore\ndef resnet50(num_classes=1001, **kwargs):\n"
+        "    return ResNet(num_classes=num_classes, **kwargs)",  # a factory passing its default on
         "import torch.nn as nn\nfc = nn.Linear(2048, 1000)",  # no NPU context
         "from mindspore import nn\nfc = nn.Dense(2048, 1008)",
         "from mindspore import nn\nfc = nn.Dense(in_channels, out_channels)",
@@ -136,7 +140,9 @@ class DimNotAligned(Rule):
         if callee.rsplit(".", 1)[-1].startswith("load"):
             return  # load_pretrained(..., num_classes=1000) reads a checkpoint's head, it builds nothing
         for kw in node.keywords:
-            if kw.arg == NUM_CLASSES:
+            # a default passed on (`num_classes=num_classes`) is reported where it reaches a layer
+            passed_on = isinstance(kw.value, ast.Name) and self._source(kw.value.id) == "default"
+            if kw.arg == NUM_CLASSES and not passed_on:
                 self._check(kw.value, "`num_classes`")
 
     def _check(self, arg: ast.expr, what: str) -> None:
@@ -147,9 +153,23 @@ class DimNotAligned(Rule):
         if alignment <= 1 or value < int(self.opts.get("min-dim", 16)) or value % alignment == 0:
             return
         if isinstance(arg, ast.Name):
-            what = f"{what}, `{arg.id}`"
+            origin = "the default of" if self._source(arg.id) == "default" else "from"
+            what = f"{what}, {origin} `{arg.id}`"
         suggested = (value // alignment + 1) * alignment
         self.report(arg, value=value, what=what, alignment=alignment, suggested=suggested)
+
+    def _source(self, name: str) -> str:
+        """Where `int_value` reads `name` from: "local", "default", "parameter" or "module"."""
+        for scope in reversed(self.ctx.scopes):
+            if scope.kind != "function":
+                continue
+            if name in scope.bindings:
+                return "local"
+            if name in scope.defaults:
+                return "default"
+            if name in scope.params:
+                return "parameter"
+        return "module"
 
 
 def _callee_name(func: ast.AST) -> str:

@@ -126,10 +126,12 @@ class Fp32Matmul(Rule):
         "        super().__init__()\n        self.matmul = ops.MatMul()\n"
         "model = Model(Head(), loss_fn, opt, amp_level=args.amp_level)",
         "from mindspore import nn, ops, Model\nfrom mindspore import dtype as mstype\n"
-        "class Head(nn.Cell):\n    def __init__(self):\n        super().__init__()\n        self.matmul = ops.MatMul()\n"
+        "class Head(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.matmul = ops.MatMul()\n"
         "net = Head().to_float(mstype.float16)\nmodel = Model(net, loss_fn, opt)",
         "from mindspore import nn, Model\nfrom mindspore.ops import operations as P\n"
-        "class Head(nn.Cell):\n    def __init__(self):\n        super().__init__()\n        self.matmul = P.MatMul()\n"
+        "class Head(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.matmul = P.MatMul()\n"
         "net = Head()\nnet.add_flags_recursive(fp16=True)\nmodel = Model(net, loss_fn, opt)",
         "import mindspore as ms\nfrom mindspore import nn, ops, Model\nclass Head(nn.Cell):\n"
         "    def construct(self, x, w):\n        return ops.matmul(x, w)\n"

@@ -13,6 +13,10 @@ DTYPE_METHODS = frozenset({"to", "type", "astype", "new_tensor", "new_zeros", "n
                            "cast"})
 DTYPE_KEYWORDS = frozenset({"dtype", "dst_type"})
 HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
+# torch factories that make a host tensor unless given `device=`
+HOST_FACTORIES = frozenset({"tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
+                            "linspace", "logspace", "rand", "randn", "randint", "randperm", "eye", "Tensor"})
+DEVICE_METHODS = frozenset({"npu", "cuda", "to"})
 # framework functions that take a dtype without making a tensor of it
 DTYPE_QUERIES = frozenset({"finfo", "iinfo", "promote_types", "can_cast", "is_floating_point", "dtype_to_nptype",
                            "dtype_to_pytype"})
@@ -36,9 +40,11 @@ class Float64OnNpu(Rule):
             "Ascend; torch_npu's `transfer_to_npu` maps `torch.cuda.DoubleTensor` to a float tensor because "
             "\"the double type is not supported\"; Ascend's profiler advisor suggests converting double "
             "operators to float.",
-        known_problems="A `.double()` on a tensor that lives on the host (not followed from `.cpu()`, e.g. in a "
-                       "data transform) is still reported. Comparisons (`x.dtype == torch.float64`), dtype "
-                       "tables and the body of a `def double(self)` that implements the cast are not.",
+        known_problems="Tensors made by a torch factory without `device=` (and not moved with `.npu()`/`.to()`) "
+                       "and values after `.cpu()` are taken to live on the host and are not reported; other "
+                       "host tensors (e.g. in a data transform) still are. Comparisons "
+                       "(`x.dtype == torch.float64`), dtype tables and the body of a `def double(self)` that "
+                       "implements the cast are not reported.",
         example="""
             def accuracy(logits, target):
                 return logits.argmax(dim=1).eq(target).double().mean() * 100.0
@@ -54,7 +60,9 @@ class Float64OnNpu(Rule):
     flagged = (
         "import torch_npu\nacc = logits.argmax(1).eq(target).double().mean()",
         "import torch_npu\nmodel = Net().double()",
-        "import torch, torch_npu\nx = torch.zeros(4, dtype=torch.float64)",
+        "import torch, torch_npu\nx = torch.zeros(4, dtype=torch.float64, device='npu')",
+        "import torch, torch_npu\nx = torch.tensor(values, dtype=torch.float64).npu()",
+        "import torch, torch_npu\nx = torch.arange(0, dim, 2, device=dev).double()",
         "import torch, torch_npu\nx = y.to(torch.double)",
         "import torch, torch_npu\nx = y.to('npu', torch.float64)",
         "import torch, torch_npu\nx = y.type(torch.float64)",
@@ -74,6 +82,8 @@ class Float64OnNpu(Rule):
         "import torch, torch_npu\nis_double = x.dtype in (torch.float64, torch.double)",
         "import numpy as np\nimport torch_npu\na = np.zeros(4, dtype=np.float64)",  # host numpy
         "import torch_npu\ny = x.cpu().double()",  # explicitly on the host
+        "import torch, torch_npu\nx = torch.tensor(values, dtype=torch.float64)",  # a host tensor
+        "import torch, torch_npu\ninv_freq = 1.0 / base ** (torch.arange(0, dim, 2).double() / dim)",  # host
         "import torch_npu\nv = np.double(3)",
         "import torch\nacc = logits.eq(target).double().mean()",  # no NPU context
         "import torch_npu\nx = y.to(dtype)",  # dtype unknown
@@ -108,7 +118,11 @@ class Float64OnNpu(Rule):
         stack = self.ctx.stack
         parent: Optional[ast.AST] = stack[-2] if len(stack) > 1 else None
         if isinstance(parent, ast.keyword):
-            return parent.arg in DTYPE_KEYWORDS
+            if parent.arg not in DTYPE_KEYWORDS:
+                return False
+            call = stack[-3] if len(stack) > 2 else None
+            moved = len(stack) > 3 and isinstance(stack[-4], ast.Attribute) and stack[-4].attr in DEVICE_METHODS
+            return not (isinstance(call, ast.Call) and self._host_creation(call) and not moved)
         if not isinstance(parent, ast.Call) or node not in parent.args:
             return False
         func = parent.func
@@ -129,7 +143,13 @@ class Float64OnNpu(Rule):
         for _ in range(6):
             if not isinstance(receiver, ast.Call) or not isinstance(receiver.func, ast.Attribute):
                 return False
-            if receiver.func.attr in HOST_METHODS:
+            if receiver.func.attr in HOST_METHODS or self._host_creation(receiver):
                 return True
             receiver = receiver.func.value
         return False
+
+    def _host_creation(self, call: ast.Call) -> bool:
+        """`torch.arange(n)`, `torch.tensor(x)`: made without `device=`, so on the host."""
+        qual = self.ctx.call_name(call) or ""
+        return (qual.startswith("torch.") and qual[6:] in HOST_FACTORIES
+                and not any(kw.arg in ("device", None) for kw in call.keywords))

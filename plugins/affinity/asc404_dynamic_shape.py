@@ -65,7 +65,8 @@ class DynamicShapeInForward(Rule):
     flagged = (
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return torch.nonzero(x > 0)",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.nonzero()",
-        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, m):\n        return torch.masked_select(x, m)",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, m):\n"
+        "        return torch.masked_select(x, m)",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return torch.unique(x)",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return torch.where(x > 0)",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x[x > 0]",

@@ -55,7 +55,8 @@ class SyncCheckpointSave(Rule):
         "    optimizer.step()\n    torch.save(model.state_dict(), 'last.pt')",
     )
     clean = (
-        "from mindspore.train import CheckpointConfig\ncfg = CheckpointConfig(save_checkpoint_steps=100, async_save=True)",
+        "from mindspore.train import CheckpointConfig\n"
+        "cfg = CheckpointConfig(save_checkpoint_steps=100, async_save=True)",
         "from mindspore.train import CheckpointConfig\ncfg = CheckpointConfig(async_save='thread')",
         "from mindspore.train import CheckpointConfig\ncfg = CheckpointConfig(async_save=args.async_save)",
         "from mindspore.train import CheckpointConfig\ncfg = CheckpointConfig(**ckpt_kwargs)",
@@ -78,7 +79,8 @@ class SyncCheckpointSave(Rule):
         if qual == "torch.save":
             loop = self.ctx.current_loop()
             if loop is not None and self.ctx.is_step_loop(loop) and not self.ctx.guarded(modulo_only=False):
-                self.report(node, op="`torch.save`", problem="runs on every training step and blocks it while it writes",
+                self.report(node, op="`torch.save`",
+                            problem="runs on every training step and blocks it while it writes",
                             remedy="save every N steps (`if step % N == 0:`) or once per epoch")
             return
         if not qual.startswith("mindspore."):
