@@ -41,6 +41,8 @@ HOT_METHODS = {"module": ("forward",), "cell": ("construct",), "function": ("for
 NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:""")
 NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl')  # NPU_TEXT_RE cannot match without one
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
+TEST_FUNCTION_PREFIXES = ("test", "bench")
+STEP_COUNTER_RE = re.compile(r"(?:^|_)(?:step|steps|iter|iters|iteration)$", re.IGNORECASE)
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -97,6 +99,7 @@ class FileContext:
         self.stack: List[ast.AST] = []  # nodes being visited, innermost last
         self._lines: Optional[List[str]] = None
         self._step_cache: Dict[object, bool] = {}
+        self._step_callees: Optional[Set[str]] = None
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
         self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES) or any(
@@ -353,13 +356,42 @@ class FileContext:
         return None
 
     # ------------------------------------------------------------- loops
-    def in_step_loop(self) -> bool:
-        """Inside the innermost step loop of the current function (or a per-step function)."""
+    def in_step_loop(self, called_only: bool = False) -> bool:
+        """Inside the innermost step loop of the current function (or a per-step function).
+
+        With `called_only`, a per-step function outside any loop counts only when a step loop of this
+        file calls it (directly or through one more local function): a test or benchmark function that
+        runs one `.backward()` is not a step loop body.
+        """
         loop = self.current_loop()
         if loop is not None:
             return self.is_step_loop(loop)
         func = self.function
-        return func is not None and self.is_step_loop(func.node)  # (the cached _performs_step)
+        if func is None or not self.is_step_loop(func.node):  # (the cached _performs_step)
+            return False
+        return not called_only or func.name in self.step_loop_callees()
+
+    def in_test_code(self) -> bool:
+        """In a test or benchmark: a `test_*.py` / `*_test.py` file, or inside a function named
+        `test*` or `bench*` (pytest's convention; not training code)."""
+        base = self.path.replace("\\", "/").rsplit("/", 1)[-1]
+        if base.startswith("test_") or base.endswith("_test.py"):
+            return True
+        return any(s.kind == "function" and s.name.lower().startswith(TEST_FUNCTION_PREFIXES) for s in self.scopes)
+
+    def step_loop_callees(self) -> Set[str]:
+        """Names of local functions/methods called from a step loop of this file (computed once)."""
+        if self._step_callees is None:
+            names: Set[str] = set()
+            for node in ast.walk(self.tree):
+                if isinstance(node, LOOP_TYPES) and self.is_step_loop(node):
+                    names.update(_called_local_names(node))
+            for name in list(names):  # one level further: the step function's own helpers
+                target = self.local_functions.get(name)
+                if target is not None:
+                    names.update(_called_local_names(target))
+            self._step_callees = names
+        return self._step_callees
 
     def current_loop(self) -> Optional[ast.AST]:
         """The innermost enclosing loop of the current function."""
@@ -403,13 +435,31 @@ class FileContext:
     def guarded(self, modulo_only: bool = True) -> bool:
         """Is the current node under an `if` inside the current loop (an `if step % N == 0` guard)?"""
         loop = self.current_loop()
-        for if_node, _ in reversed(self.ifs):
+        for if_node, in_else in reversed(self.ifs):
             if loop is not None and not _contains(loop, if_node):
                 break
             if not modulo_only or any(
                 isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(if_node.test)
             ):
                 return True
+            if not in_else and self._single_step_test(if_node.test):
+                return True
+        return False
+
+    def _single_step_test(self, test: ast.expr) -> bool:
+        """`if i == 10:` / `if self.global_step == max_steps:`: a step counter compared for equality
+        (the current loop's target, or a name ending in `step`/`iter`)."""
+        loop = self.current_loop()
+        counters: Set[str] = set()
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            counters.update(n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name))
+        for node in ast.walk(test):
+            if isinstance(node, ast.Compare) and all(isinstance(op, ast.Eq) for op in node.ops):
+                for side in [node.left] + node.comparators:
+                    for sub in ast.walk(side):
+                        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else ""
+                        if name in counters or STEP_COUNTER_RE.search(name):
+                            return True
         return False
 
     # ------------------------------------------------------------- positions
@@ -453,6 +503,17 @@ def _contains(outer: ast.AST, inner: ast.AST) -> bool:
     return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
         (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
     )
+
+
+def _called_local_names(root: ast.AST) -> Set[str]:
+    """`f(...)` / `self.f(...)` names called anywhere under `root`."""
+    names: Set[str] = set()
+    for node in ast.walk(root):
+        if isinstance(node, ast.Call):
+            name = _local_callee(node)
+            if name:
+                names.add(name)
+    return names
 
 
 def _local_callee(call: ast.Call) -> Optional[str]:

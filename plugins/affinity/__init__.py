@@ -1,5 +1,9 @@
 """Pack `affinity`: Ascend performance anti-patterns (ASC1xx-ASC5xx)."""
 from .asc101_contiguous import ContiguousAfterView
+from .asc201_h2d_copy import HostToDeviceCopyInForward
+from .asc202_synchronize import SynchronizeInHotPath
+from .asc203_host_sync import HostSyncInStepLoop
+from .asc204_launch_blocking import LaunchBlocking
 from .asc301_fused_optimizer import FusedOptimizerAvailable
 from .asc302_param_groups import MergeableParamGroups
 from .asc303_amp_combine_grad import AmpCombineGrad
@@ -16,6 +20,10 @@ from .asc502_dataset_autotune import DatasetAutotuneOff
 
 RULES = [
     ContiguousAfterView,
+    HostToDeviceCopyInForward,
+    SynchronizeInHotPath,
+    HostSyncInStepLoop,
+    LaunchBlocking,
     FusedOptimizerAvailable,
     MergeableParamGroups,
     AmpCombineGrad,

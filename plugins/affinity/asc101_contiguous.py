@@ -20,6 +20,7 @@ class ContiguousAfterView(Rule):
     code = "ASC101"
     name = "contiguous-after-view"
     message = "`.contiguous()` after `{op}` is a slow framework copy on Ascend: {advice}"
+    file_triggers = ("contiguous",)  # model helpers may not import torch themselves
     triggers = ("contiguous",)
     docs = Docs(
         what="Flags `.contiguous()` called on the result of a view-producing op (`transpose`, `permute`, "
@@ -31,7 +32,11 @@ class ContiguousAfterView(Rule):
             "`index_select` over the channel dim (a compute op), and chunk + cat were folded into it; "
             "that took the network to its delivery speed.",
         known_problems="Pieces of `chunk`/`split`/`unbind`/`narrow` along dim 0 are contiguous already and "
-                       "are not flagged. A dim given as a variable is assumed not to be 0.",
+                       "are not flagged; a dim read from a local, a parameter default or a module constant "
+                       "is resolved, a dim that may be 0 (`2 if x.ndim == 4 else 0`) counts as 0, and any "
+                       "other variable dim is assumed not to be 0. Test code (`test_*.py`, functions named "
+                       "`test*`/`bench*`) is not reported. The rule cannot see shapes: a `transpose` "
+                       "of a size-1 dim or `t()` of a 1-D tensor is a no-op copy and is still reported.",
         example="""
             def channel_shuffle(x, groups):
                 b, c, h, w = x.size()
@@ -48,39 +53,66 @@ class ContiguousAfterView(Rule):
         source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (see docs/domain notes).",
     )
     flagged = (
-        "y = x.transpose(1, 2).contiguous()",
+        "import torch\ny = x.transpose(1, 2).contiguous()",
         "y = torch.transpose(x, 1, 2).contiguous()",
-        "y = x.permute(0, 2, 1, 3).contiguous()",
-        "y = x.T.contiguous()",
-        "a, b = x.chunk(2, dim=1)\nb = b.contiguous()",
-        "def f(x):\n    y = x.transpose(1, 2)\n    return y.contiguous()",
+        "import torch\ny = x.permute(0, 2, 1, 3).contiguous()",
+        "import torch\ny = x.T.contiguous()",
+        "import torch\na, b = x.chunk(2, dim=1)\nb = b.contiguous()",
+        "import torch\ndef f(x):\n    y = x.transpose(1, 2)\n    return y.contiguous()",
         "def f(x):\n    a, b = torch.chunk(x, 2, 1)\n    return a.contiguous()",
-        "y = x.expand(4, -1, -1).contiguous()",
+        "import torch\ny = x.expand(4, -1, -1).contiguous()",
+        # the ShuffleNetV2 channel shuffle, multi-line, through local names
+        "import torch\ndef channel_shuffle(x, groups):\n    b, c, h, w = x.size()\n"
+        "    x = x.view(b, groups, c // groups, h, w)\n    x = torch.transpose(x, 1, 2)\n"
+        "    x = x.contiguous()\n    return x.view(b, -1, h, w)",
+        # a piece of a chunk along a non-zero dim, through a local list
+        "import torch\ndef f(x):\n    parts = x.chunk(4, dim=-1)\n    first = parts[0]\n    return first.contiguous()",
+        "import torch\ndef f(x):\n    return torch.split(x, 2, 1)[0].contiguous()",
+        "import torch\ndef f(x):\n    seq_dim = 1\n    return x.chunk(2, dim=seq_dim)[0].contiguous()",
+        "import torch\ny = x.swapaxes(0, 1).contiguous()",
+        "import torch\ny = x.movedim(1, -1).contiguous()",
+        "import torch\ny = x.mT.contiguous()",
+        "import torch\ny = x.narrow(1, 0, 4).contiguous()",
+        "import torch\ny = x.unbind(1)[0].contiguous()",
+        "import torch\ny = torch.tensor_split(x, 3, dim=2)[0].contiguous()",
     )
     clean = (
-        "y = x.contiguous()",
-        "y = x.view(4, -1).contiguous()",
-        "y = x.reshape(4, -1).contiguous()",
-        "def f(x):\n    y = x.transpose(1, 2)\n    y = y * 2\n    return y.contiguous()",
-        "def f(x):\n    a, b = x.chunk(2)\n    return a.contiguous()",
-        "def f(x):\n    a, b = x.chunk(2, dim=0)\n    return a.contiguous()",
-        "y = x.narrow(0, 0, 4).contiguous()",
-        "y = x.unbind()[0].contiguous()",
+        "import torch\ny = x.contiguous()",
+        "import torch\ny = x.view(4, -1).contiguous()",
+        "import torch\ny = x.reshape(4, -1).contiguous()",
+        "import torch\ndef f(x):\n    y = x.transpose(1, 2)\n    y = y * 2\n    return y.contiguous()",
+        "import torch\ndef f(x):\n    a, b = x.chunk(2)\n    return a.contiguous()",
+        "import torch\ndef f(x):\n    a, b = x.chunk(2, dim=0)\n    return a.contiguous()",
+        "import torch\ny = x.narrow(0, 0, 4).contiguous()",
+        "import torch\ny = x.unbind()[0].contiguous()",
+        # a dim that resolves to 0, or may be 0
+        "import torch\ndef f(x):\n    dim = 0\n    return x.chunk(2, dim=dim)[0].contiguous()",
+        "import torch\ndef f(x, dim=0):\n    return x.split(2, dim)[0].contiguous()",
+        "import torch\ndef f(x):\n    seq_dim = 2 if x.ndim == 4 else 0\n    return x.chunk(2, dim=seq_dim)[1].contiguous()",
+        # rebound since the view op; numpy's transpose has no contiguous
+        "import torch\ndef f(x):\n    y = x.permute(0, 2, 1)\n    y = y.reshape(4, -1)\n    return y.contiguous()",
+        "import numpy as np\ny = np.transpose(a)\nz = torch.as_tensor(y).contiguous()",
+        # another op between the view and the copy: `.contiguous()` is not called on the view
+        "import torch\ny = torch.transpose(x, 0, 1).float().contiguous()",
     )
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "contiguous" and not node.args):
             return
+        if self.ctx.in_test_code():  # a unit test of a view op is not model code
+            return
         receiver = func.value
-        if isinstance(receiver, ast.Subscript):  # x.unbind(1)[0].contiguous()
-            receiver = receiver.value
-        index: Optional[int] = None
-        if isinstance(receiver, ast.Name):
-            bound = self.ctx.binding(receiver.id)
-            if bound is None or bound.value is None:
-                return
-            receiver, index = bound.value, bound.index
+        for _ in range(4):  # x.unbind(1)[0], a local name, or a piece of one: `parts = x.chunk(2, 1); parts[0]`
+            if isinstance(receiver, ast.Subscript):
+                receiver = receiver.value
+            elif isinstance(receiver, ast.Name):
+                bound = self.ctx.binding(receiver.id)
+                if bound is None or bound.value is None:
+                    return
+                receiver = bound.value
+            else:
+                break
         op = self._view_op(receiver)
         if op is None:
             return
@@ -110,4 +142,16 @@ class ContiguousAfterView(Rule):
         dim = argument(call, "dim", pos)
         if dim is None:
             return op != "narrow"
-        return constant(dim) == 0
+        return self._may_be_zero(dim)
+
+    def _may_be_zero(self, dim: ast.expr, depth: int = 0) -> bool:
+        """The dim is 0, or may be (`seq_dim = 2 if x.ndim == 4 else 0`): the pieces may be contiguous."""
+        if constant(dim) == 0 or self.ctx.int_value(dim) == 0:
+            return True
+        if isinstance(dim, ast.IfExp) and depth < 3:
+            return self._may_be_zero(dim.body, depth + 1) or self._may_be_zero(dim.orelse, depth + 1)
+        if isinstance(dim, ast.Name) and depth < 3:
+            bound = self.ctx.binding(dim.id)
+            if bound is not None and bound.value is not None and bound.index is None:
+                return self._may_be_zero(bound.value, depth + 1)
+        return False

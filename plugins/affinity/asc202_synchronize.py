@@ -1,0 +1,175 @@
+"""ASC202 synchronize-in-hot-path."""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.semantic import receiver_name
+
+# Device-wide synchronizes (torch_npu.npu.X is canonicalised to torch.npu.X by the semantic model).
+DEVICE_SYNCS = frozenset({
+    "torch.npu.synchronize", "torch.cuda.synchronize", "torch.accelerator.synchronize",
+    "mindspore.hal.synchronize", "mindspore.runtime.synchronize",
+})
+# Calls that return a stream or an event: `<that>.synchronize()` is a synchronize.
+STREAM_FACTORIES = frozenset(
+    f"{module}.{name}"
+    for module in ("torch.npu", "torch.cuda", "mindspore.hal", "mindspore.runtime")
+    for name in ("current_stream", "default_stream", "Stream", "Event", "ExternalStream")
+) | {"torch.Event", "torch.Stream", "torch.accelerator.current_stream"}
+RECEIVER_WORDS = ("stream", "event")
+
+
+class SynchronizeInHotPath(Rule):
+    code = "ASC202"
+    name = "synchronize-in-hot-path"
+    message = ("`{call}` in {where} drains the device queue on every call: remove it, or run it only "
+               "every N steps (`if step % N == 0:`)")
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("synchronize",)
+    docs = Docs(
+        what="Flags device, stream and event synchronizes (`torch.npu.synchronize()`, "
+             "`torch_npu.npu.synchronize()`, `torch.cuda.synchronize()`, `<stream>.synchronize()` including "
+             "`torch.npu.current_stream().synchronize()`, `<event>.synchronize()`, "
+             "`mindspore.hal.synchronize()` / `mindspore.runtime.synchronize()`) inside a hot scope: "
+             "`forward` of an `nn.Module`, `construct` of a MindSpore `Cell`, `forward`/`backward` of a "
+             "`torch.autograd.Function`, or the body of the innermost training-step loop.",
+        why="Operators are launched from the host one by one and queued on the NPU; a synchronize makes the "
+            "host wait until the queue is empty, so the next operators are launched into an idle device. The "
+            "ShuffleNetV2 tuning case on Ascend 910 found synchronizes left in forward/backward; Ascend's "
+            "large-model training guide (\"减少同步接口调用\", reduce synchronization calls) shows them as "
+            "device free time in the profile.",
+        known_problems="Test and benchmark code (`test_*.py` files, functions named `test*`/`bench*`) is "
+                       "not training code and is not reported. A synchronize that a model needs for correctness (the ShuffleNetV2 tuning kept one "
+                       "because removing it broke convergence) is reported too: keep it with "
+                       "`# noqa: ASC202`. Streams and events are recognised by their constructor or by a "
+                       "receiver name containing `stream` or `event`.",
+        example="""
+            for step, (images, target) in enumerate(loader):
+                loss = criterion(model(images), target)
+                loss.backward()
+                optimizer.step()
+                torch.npu.synchronize()
+        """,
+        use_instead="""
+            for step, (images, target) in enumerate(loader):
+                loss = criterion(model(images), target)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    torch.npu.synchronize()  # only for the periodic timing log
+        """,
+        fix_safety="Unsafe: the fix deletes the synchronize statement (a block left empty gets `pass`). "
+                   "It is offered only when the call is the whole statement, and it is unsafe because the "
+                   "call may be needed (timing code, a stream hand-off, convergence).",
+        source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910; CANN 7.0 large-model training "
+               "guide, \"减少同步接口调用\" (PT_LMTMOG_000080).",
+    )
+    flagged = (
+        # forward of a Module, every spelling
+        "import torch\nimport torch_npu\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        torch.npu.synchronize()\n        return x",
+        "import torch_npu\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x):\n"
+        "        torch_npu.npu.synchronize()\n        return x",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        torch.cuda.synchronize()\n        return x",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        torch.npu.current_stream().synchronize()\n        return x",
+        # resolved through import aliases
+        "import torch\nfrom torch_npu import npu as tnpu\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        tnpu.synchronize()\n        return x",
+        # backward of an autograd Function, a stream and an event
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n"
+        "        ctx.stream.synchronize()\n        return g",
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        done = torch.npu.Event()\n        done.record()\n        done.synchronize()\n        return x",
+        # the `else` of a one-step guard runs on every other step
+        "import torch\nfor i, (x, y) in enumerate(loader):\n    model(x).sum().backward()\n"
+        "    optimizer.step()\n    if i == 0:\n        pass\n    else:\n        torch.npu.synchronize()",
+        # a per-step function called from the step loop
+        "import torch\ndef train_step(batch):\n    model(batch).sum().backward()\n    optimizer.step()\n"
+        "    torch.npu.synchronize()\nfor batch in loader:\n    train_step(batch)",
+        # MindSpore construct
+        "import mindspore as ms\nfrom mindspore import nn\nclass Net(nn.Cell):\n    def construct(self, x):\n"
+        "        ms.hal.synchronize()\n        return x",
+        "import mindspore\nclass Net(mindspore.nn.Cell):\n    def construct(self, x):\n"
+        "        mindspore.runtime.synchronize()\n        return x",
+        # the innermost step loop
+        "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "    optimizer.step()\n    torch.npu.synchronize()",
+        "import torch\ndef train(model, loader, optimizer):\n    for epoch in range(10):\n"
+        "        for x, y in loader:\n            optimizer.zero_grad()\n            model(x).sum().backward()\n"
+        "            optimizer.step()\n            torch.npu.synchronize()",
+    )
+    clean = (
+        # outside hot scopes: benchmark timing, evaluation, set-up
+        "import torch\ndef bench(model, x):\n    torch.npu.synchronize()\n    return model(x)",
+        "import torch\ndef evaluate(model, loader):\n    for x, y in loader:\n        model(x)\n"
+        "        torch.npu.synchronize()",
+        # once per epoch, around the step loop: not hot
+        "import torch\ndef train(model, loader, optimizer):\n    for epoch in range(10):\n"
+        "        for x, y in loader:\n            model(x).sum().backward()\n            optimizer.step()\n"
+        "        torch.npu.synchronize()",
+        # a test/benchmark function running one backward is not a step loop (no step loop calls it)
+        "import torch\ndef bench(q):\n    out = q.sum()\n    out.backward()\n    torch.npu.synchronize()",
+        # tests and benchmarks are not training code
+        "import torch\ndef test_optimizer_step(model, optimizer):\n    for _ in range(10):\n"
+        "        model(x).sum().backward()\n        optimizer.step()\n        torch.npu.synchronize()",
+        # once, on one given step
+        "import torch\nfor i, (x, y) in enumerate(loader):\n    model(x).sum().backward()\n"
+        "    optimizer.step()\n    if i == 10:\n        torch.npu.synchronize()",
+        # guarded by `if step % N == 0`
+        "import torch\nfor step, (x, y) in enumerate(loader):\n    model(x).sum().backward()\n"
+        "    optimizer.step()\n    if step % 100 == 0:\n        torch.npu.synchronize()",
+        # a local object that happens to have a synchronize method, outside a hot scope
+        "import torch\nclass Timer:\n    def synchronize(self):\n        pass\ntimer = Timer()\ntimer.synchronize()",
+        # a local helper that happens to be called synchronize
+        "import torch\ndef synchronize():\n    pass\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        synchronize()\n        return x",
+        # a forward of a class that is not a Module
+        "import torch\nclass Helper:\n    def forward(self, x):\n        torch.npu.synchronize()\n        return x",
+        # a method called synchronize on something that is not a stream/event, in forward
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        self.buffers_state.synchronize()\n        return x",
+    )
+
+    def visit_Call(self, node: ast.Call) -> None:
+        label = self._sync_label(node)
+        if label is None:
+            return
+        ctx = self.ctx
+        if ctx.in_test_code():
+            return
+        hot = ctx.hot_method()
+        if hot is not None:
+            where = f"`{hot.name}`"
+        elif ctx.in_step_loop(called_only=True):
+            where = "the training step loop"
+        else:
+            return
+        if ctx.guarded():
+            return
+        fix = None
+        parent = ctx.parent
+        if isinstance(parent, ast.Expr) and parent.value is node:
+            fix = Fix(Applicability.UNSAFE, "Remove the synchronize call",
+                      (Edit("remove_statement", ctx.span(parent)),))
+        self.report(node, call=label, where=where, fix=fix)
+
+    def _sync_label(self, call: ast.Call) -> Optional[str]:
+        """How to name the call in the message if it is a synchronize, else None."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "synchronize"):
+            return None
+        qual = self.ctx.qualname(func)
+        if qual is not None:
+            return qual + "()" if qual in DEVICE_SYNCS else None
+        receiver = func.value
+        resolved = self.ctx.resolve(receiver)
+        if isinstance(resolved, ast.Call) and self.ctx.call_name(resolved) in STREAM_FACTORIES:
+            return f"{ast.unparse(receiver)}.synchronize()"
+        name = receiver_name(receiver).lower()
+        if any(word in name for word in RECEIVER_WORDS):
+            return f"{ast.unparse(receiver)}.synchronize()"
+        return None
