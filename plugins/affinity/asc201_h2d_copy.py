@@ -43,9 +43,10 @@ class HostToDeviceCopyInForward(Rule):
             "(`register_buffer`), which `model.to(device)` moves once.",
         known_problems="Tensors whose data depend on the method's inputs are not reported (the copy is then "
                        "part of the computation), nor tensors cached under a condition (`if self.idx is None:`) "
-                       "or code in tests (`test_*.py`, functions named `test*`/`bench*`). MindSpore in GRAPH_MODE folds a `Tensor(...)` of constants "
-                       "at compile time, so there the finding costs little; it costs a copy per step in "
-                       "PyNative mode and whenever the data are not compile-time constants.",
+                       "or code in tests (`test_*.py`, functions named `test*`/`bench*`). MindSpore in GRAPH_MODE (or under `@jit`) folds a `Tensor(...)` "
+                       "of constants at compile time, so there the finding costs little; in PyNative mode (the "
+                       "default of `mindspore.set_context` since 2.x; GRAPH_MODE was the 1.x default) every "
+                       "call builds it on the host and copies it.",
         example="""
             class ShuffleUnit(nn.Module):
                 def __init__(self, channels):
