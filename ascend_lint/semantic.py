@@ -416,10 +416,10 @@ class FileContext:
 
     def _performs_step(self, root: ast.AST, depth: int = 0) -> bool:
         """Does `root` run a training step itself (not inside a nested loop or function)?"""
-        todo = list(ast.iter_child_nodes(root))
+        todo = _child_nodes(root)
         while todo:
             node = todo.pop()
-            if isinstance(node, LOOP_TYPES + FUNC_TYPES + (ast.ClassDef, ast.Lambda)):
+            if isinstance(node, _STEP_BARRIERS):
                 continue
             if isinstance(node, ast.Call):
                 if is_step_call(node):
@@ -429,7 +429,7 @@ class FileContext:
                     target = self.local_functions[callee]
                     if target is not root and self._callee_steps(target, depth + 1):
                         return True
-            todo.extend(ast.iter_child_nodes(node))
+            todo.extend(_child_nodes(node))
         return False
 
     def guarded(self, modulo_only: bool = True) -> bool:
@@ -503,6 +503,23 @@ def _contains(outer: ast.AST, inner: ast.AST) -> bool:
     return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
         (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
     )
+
+
+_STEP_BARRIERS = LOOP_TYPES + FUNC_TYPES + (ast.ClassDef, ast.Lambda)
+# Nodes that can hold no call, loop or function (names, constants, operators, contexts): not looked into.
+_INERT = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.alias)
+
+
+def _child_nodes(node: ast.AST) -> List[ast.AST]:
+    """ast.iter_child_nodes as a list, without the inert leaves (for the boolean step scans)."""
+    out: List[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            out.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _INERT))
+        elif isinstance(value, ast.AST) and not isinstance(value, _INERT):
+            out.append(value)
+    return out
 
 
 def _called_local_names(root: ast.AST) -> Set[str]:

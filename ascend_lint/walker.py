@@ -141,15 +141,21 @@ class Walker:
                 self.expr(value)
         stack.pop()
 
-    def header(self, node: ast.stmt, parts: Sequence[Optional[ast.AST]]) -> None:
-        """Visit a compound statement's header expressions when its lines are hit."""
+    def header_hit(self, node: ast.AST) -> bool:
+        """Do the lines of a compound statement's header (decorators included) hold a trigger?"""
         body = getattr(node, "body", None)
         last = body[0].lineno - 1 if body else node.end_lineno
         first = node.lineno
         for decorator in getattr(node, "decorator_list", ()):  # decorators stand above the `def` line
             first = min(first, decorator.lineno)
-        if not self.hit(first, max(last, node.lineno)):
-            return
+        return self.hit(first, max(last, node.lineno))
+
+    def header(self, node: ast.stmt, parts: Sequence[Optional[ast.AST]]) -> None:
+        """Visit a compound statement's header expressions when its lines are hit."""
+        if self.header_hit(node):
+            self.visit_parts(node, parts)
+
+    def visit_parts(self, node: ast.AST, parts: Sequence[Optional[ast.AST]]) -> None:
         self.ctx.stack.append(node)
         for part in parts:
             if part is None:
@@ -164,9 +170,10 @@ class Walker:
 
     def function(self, node: ast.AST) -> None:
         ctx = self.ctx
-        args = node.args
-        self.header(node, [node.decorator_list, args.defaults, args.kw_defaults, node.returns]
-                    + [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs])
+        if self.header_hit(node):  # (the parts list is built only then)
+            args = node.args
+            self.visit_parts(node, [node.decorator_list, args.defaults, args.kw_defaults, node.returns]
+                             + [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs])
         ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
         ctx.enter_function(node)
         ctx.stack.append(node)
