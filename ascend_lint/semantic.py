@@ -47,7 +47,12 @@ LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+_CANONICAL_STARTS = tuple(prefix for prefix, _ in CANONICAL_PREFIXES)
+
+
 def canonical(name: str) -> str:
+    if not name.startswith(_CANONICAL_STARTS):  # the common case, tested in one C call
+        return "torch.npu" if name == "torch_npu.npu" else name
     for prefix, repl in CANONICAL_PREFIXES:
         if name.startswith(prefix):
             return repl + name[len(prefix):]
@@ -171,10 +176,8 @@ class FileContext:
             node = node.value
         if not isinstance(node, ast.Name):
             return None
-        if self.is_local(node.id):
-            return None
         base = self.aliases.get(node.id)
-        if base is None:
+        if base is None or self.is_local(node.id):
             return None
         if not parts:
             return base
