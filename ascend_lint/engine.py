@@ -8,6 +8,7 @@ import ast
 import fnmatch
 import gc
 import os
+import re
 import sys
 import warnings
 from contextlib import contextmanager
@@ -22,6 +23,9 @@ from .rule import Finding, Rule, Severity
 from .semantic import FileContext
 from .walker import Walker, trigger_lines
 
+# Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
+PYTHON2_LINE_RE = re.compile(
+    r"\s*(?:except\s+[\w.()]+\s*,\s*\w+\s*:|print\s+[^\s(=]|exec\s+[\"'\w]|raise\s+[\w.]+\s*,)")
 NPU_HINTS = ("torch_npu", "mindspore", "mindformers", "mindspeed", "hccl", "Npu", "npu'", 'npu"', "npu:", ".npu(")
 
 
@@ -48,16 +52,32 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+LONG_LINE = 100_000  # Python < 3.11 can crash (not raise) parsing expressions nested this deep
+
+
+def _guard_old_parser(text: str) -> None:
+    """Refuse, before parsing, what makes the parser of Python 3.9/3.10 segfault: huge one-line nests."""
+    if sys.version_info >= (3, 11) or len(text) <= LONG_LINE:
+        return
+    for number, line in enumerate(text.split("\n"), 1):
+        if len(line) > LONG_LINE:
+            raise SourceError(
+                f"line has {len(line):,} characters: too long to parse safely with Python "
+                f"{sys.version_info[0]}.{sys.version_info[1]} (its parser can crash); lint it with Python 3.11+",
+                number,
+            )
+
+
 def parse(text: str, path: str) -> ast.Module:
     """ast.parse with every failure turned into SourceError (position when known)."""
+    _guard_old_parser(text)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ast.parse(text, filename=path)
     except SyntaxError as exc:
         msg = exc.msg or "invalid syntax"
-        if "Missing parentheses in call to 'print'" in msg or ("except" in (exc.text or "") and "," in (exc.text or "")
-                                                              and "multiple exception types" in msg):
+        if "Missing parentheses in call to" in msg or PYTHON2_LINE_RE.match(exc.text or ""):
             msg += " (this looks like Python 2 code, which is not supported)"
         else:
             msg += f" (parsed as Python {sys.version_info[0]}.{sys.version_info[1]})"
