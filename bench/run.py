@@ -11,7 +11,6 @@ this one run. Peak RSS comes from wait4() of each process. This is a script, not
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import statistics
 import subprocess
