@@ -226,6 +226,11 @@ LABELS = {
 }
 
 
+# The -j and warm-cache targets are set on the torch corpus: on the stdlib part the pre-filter leaves
+# so little work (a cold run is ~0.15x its parse floor) that start-up and file hashing dominate both.
+NOT_JUDGED = "(judged on the torch corpus)"
+
+
 def table(rows: Sequence[Row], jobs: int) -> str:
     by = {(r.part.name, r.label): r for r in rows}
     out = ["| corpus | measurement | time s | ratio | target | files/s | lines/s | wall s | CPU s | peak RSS MiB |",
@@ -242,10 +247,12 @@ def table(rows: Sequence[Row], jobs: int) -> str:
             ratio, target = f"{r:.2f}x floor", _verdict(r <= limit, f"<= {limit}x")
         elif row.label == "jN" and j1:
             r = j1.median / t
-            ratio, target = f"{r:.2f}x faster than -j 1", _verdict(r >= 1.7, ">= 1.7x") if jobs >= 2 else ""
+            ratio = f"{r:.2f}x faster than -j 1"
+            target = _verdict(r >= 1.7, ">= 1.7x") if jobs >= 2 and part.name != "stdlib" else NOT_JUDGED
         elif row.label == "warm" and j1:
             r = t / j1.median
-            ratio, target = f"{r:.3f}x cold -j 1", _verdict(r <= 0.1, "<= 0.1x")
+            ratio = f"{r:.3f}x cold -j 1"
+            target = _verdict(r <= 0.1, "<= 0.1x") if part.name != "stdlib" else NOT_JUDGED
         elif row.label == "f8asc" and by.get((part.name, "f8parse")):
             base = by[(part.name, "f8parse")].median
             r = (t - base) / base

@@ -35,10 +35,10 @@ class HostSyncInStepLoop(Rule):
                "catches up: keep it on the device and read it only every N steps (`if step % N == 0:`)")
     preview = True
     # a step loop needs one of these words (`.backward()`, `.step()`, `train_one_step`, `optimizer(grads)`)
-    file_triggers = ("backward", "step", "train", "optim")
     # `float(t)` / `int(t)` / `print(t)` are common words: they are looked at on lines that also name a
-    # loss or a torch function (a bare `print(` would make every file a candidate)
-    triggers = ("item", "cpu", "numpy", "tolist", "backward", "scale", "loss", "torch.")
+    # loss or call a torch function directly (a bare `print(` or `torch.` would make every line a candidate)
+    triggers = ("item", "cpu", "numpy", "tolist", "backward", "scale", "loss", "int(torch", "float(torch",
+                "print(torch")
     docs = Docs(
         what="Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()` (and MindSpore's `.asnumpy()`), `float(t)` / "
              "`int(t)` of a tensor and `print(t)` of a tensor expression in the body of the innermost "
@@ -141,20 +141,18 @@ class HostSyncInStepLoop(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         method = method_name(node)
-        if method == "backward":
-            self._remember_tensor(node.func.value)
-            return
-        if self.ctx.call_name(node) == "apex.amp.scale_loss" or (
-                method == "scale" and "scaler" in receiver_name(node.func.value).lower()):
-            self._remember_tensor(argument(node, "loss", 0))  # amp.scale_loss(loss, opt) / scaler.scale(loss)
-            return
-        if method in SYNC_METHODS and not node.args:
-            if self._host_receiver(node.func.value):
-                return
-            self._check(node, _short(node))
+        if method is not None:  # cheapest tests first: this runs for every call on a trigger line
+            if method == "backward":
+                self._remember_tensor(node.func.value)
+            elif (method == "scale_loss" and self.ctx.call_name(node) == "apex.amp.scale_loss") or (
+                    method == "scale" and "scaler" in receiver_name(node.func.value).lower()):
+                self._remember_tensor(argument(node, "loss", 0))  # amp.scale_loss(loss, opt) / scaler.scale(loss)
+            elif method in SYNC_METHODS and not node.args and not self._host_receiver(node.func.value):
+                self._check(node, _short(node))
             return
         func = node.func
-        if isinstance(func, ast.Name) and not self.ctx.is_local(func.id) and self.ctx.aliases.get(func.id) is None:
+        if (isinstance(func, ast.Name) and func.id in ("float", "int", "print") and not self.ctx.is_local(func.id)
+                and self.ctx.aliases.get(func.id) is None):
             if func.id in ("float", "int") and len(node.args) == 1 and not node.keywords:
                 arg = node.args[0]
                 if self._is_tensor(arg) and not self._has_sync(arg):
