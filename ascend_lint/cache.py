@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import sys
 import time
 from dataclasses import asdict
@@ -27,6 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type
 
 from . import __version__
 from .config import Settings
+from .fileio import write_atomic
 from .rule import Applicability, Edit, Finding, Fix, Rule, Severity, Span
 
 DEFAULT_DIR = ".ascend_lint_cache"
@@ -194,7 +194,7 @@ class ResultCache:
             self._prepare_dir()
             payload = json.dumps({"schema": SCHEMA, "key": self.key, "version": __version__,
                                   "files": self.entries}, separators=(",", ":"))  # ASCII: \u escapes
-            _write_atomic(self.path, payload.encode("ascii"))
+            write_atomic(self.path, payload.encode("ascii"), durable=False)
             self._remove_stale()
         except OSError:
             pass  # a read-only tree or a full disk: run without a cache, never fail the run
@@ -208,7 +208,7 @@ class ResultCache:
         for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# created by ascend-lint\n*\n")):
             target = os.path.join(self.directory, name)
             if not os.path.exists(target):
-                _write_atomic(target, text.encode("ascii"))
+                write_atomic(target, text.encode("ascii"), durable=False)
 
     def _remove_stale(self) -> None:
         """Cache files of run keys nobody used for STALE_SECONDS (old versions, old configs)."""
@@ -278,19 +278,3 @@ class ResultCache:
 def _well_formed(entry: Any) -> bool:
     return (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], str)
             and type(entry[1]) is int and type(entry[2]) is int and isinstance(entry[3], list))
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    """Write `path` through a temporary file in the same directory and os.replace (never torn)."""
-    tmp = os.path.join(os.path.dirname(path), f".tmp-{os.getpid()}-{secrets.token_hex(6)}.part")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for any file
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -93,16 +93,23 @@ def read_source(path: str) -> SourceFile:
     return SourceFile(path, raw, text, encoding)
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace `path` with `data` atomically, keeping its permission bits."""
+def write_atomic(path: str, data: bytes, durable: bool = True) -> None:
+    """Replace (or create) `path` with `data` atomically: a temporary file in the same directory, then
+    os.replace, so a reader sees the old or the new content, never a torn one. An existing file keeps its
+    permission bits; a new one gets the umask's. `durable` fsyncs before the rename (source files);
+    the result cache skips that."""
     directory = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -111,3 +118,9 @@ def write_atomic(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
