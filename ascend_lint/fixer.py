@@ -20,8 +20,6 @@ import dataclasses
 import functools
 import itertools
 import difflib
-import os
-import stat
 import sys
 import textwrap
 import warnings
@@ -31,8 +29,8 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .config import Settings
 from .engine import FileResult, Linter, parse
-from .fileio import SourceError, SourceFile, split_lines, write_atomic
-from .reporters import clean_text, display_path
+from .fileio import SourceError, SourceFile, split_lines, write_source
+from .sanitize import diff_name, sanitize
 from .rule import Applicability, Edit, Finding, Fix
 
 MAX_ROUNDS = 10
@@ -208,33 +206,31 @@ def _lines(text: str) -> List[str]:
     return lines[:-1] if lines and not lines[-1] else lines
 
 
-def unified_diff(path: str, old: str, new: str) -> str:
-    name = display_path(path)
+class DiffNameError(ValueError):
+    """A file name no unified diff can carry safely (see `sanitize.diff_name`)."""
+
+
+def unified_diff(path: str, old: str, new: str, terminal: bool = False) -> str:
+    """The unified diff `--diff` prints. The header names the file as `patch -p0` must read it (quoted
+    when it has spaces; DiffNameError when it has a newline, control or bidi character). With
+    `terminal`, the changed lines are sanitised too (a diff shown on a screen is read, not applied)."""
+    name = diff_name(path)
+    if name is None:
+        raise DiffNameError(f"its name ({sanitize(path)}) has a character a unified diff cannot carry safely "
+                            "(newline, control or bidi character, or bytes that are not UTF-8); "
+                            "rename the file or apply the fix with --fix")
     lines = difflib.unified_diff(_lines(old), _lines(new), fromfile=name, tofile=name)
     out = []
     for line in lines:
+        if terminal:
+            body = line.rstrip("\r\n")
+            line = sanitize(body, keep="\t") + line[len(body):]
         out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
 
-def _write(source: SourceFile, data: bytes) -> Optional[str]:
-    """Write `data` over the file unless it changed on disk or is read-only; a warning or None."""
-    real = os.path.realpath(source.path)
-    try:
-        with open(real, "rb") as handle:
-            current = handle.read()
-        mode = os.stat(real).st_mode
-    except OSError as exc:
-        return f"cannot re-read the file before writing ({exc.strerror or exc}); fixes not written"
-    if current != source.raw:
-        return "the file changed on disk since it was read; fixes not written"
-    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(real, os.W_OK):
-        return "the file is read-only; fixes not written"
-    try:
-        write_atomic(real, data)
-    except OSError as exc:
-        return f"cannot write the fixed file ({exc.strerror or exc}); file left as it was"
-    return None
+def _is_terminal(stream: TextIO) -> bool:
+    return hasattr(stream, "isatty") and stream.isatty()
 
 
 def _encode(source: SourceFile, text: str) -> Optional[bytes]:
@@ -259,9 +255,9 @@ def fix_results(results: Sequence[FileResult], linter: Linter, settings: Setting
         if source is None or not any(is_applicable(f, settings) for f in result.findings):
             continue
         done = fix_text(source.text, source.path, result.findings, linter, settings)
-        name = display_path(source.path)
+        name = sanitize(source.path)
         for message in done.warnings:
-            err.write(f"warning: {name}: {clean_text(message)}\n")
+            err.write(f"warning: {name}: {sanitize(message)}\n")
         if not done.applied or done.text == source.text:
             continue
         data = _encode(source, done.text)
@@ -270,9 +266,12 @@ def fix_results(results: Sequence[FileResult], linter: Linter, settings: Setting
                       "file left as it was\n")
             continue
         if diff:
-            out.write(unified_diff(source.path, source.text, done.text))
+            try:
+                out.write(unified_diff(source.path, source.text, done.text, terminal=_is_terminal(out)))
+            except DiffNameError as exc:
+                err.write(f"error: {name}: no diff shown: {exc}\n")
         else:
-            problem = _write(source, data)
+            problem = write_source(source, data)
             if problem:
                 err.write(f"warning: {name}: {problem}\n")
                 continue
@@ -296,9 +295,9 @@ def write_fixes(outcome: FixOutcome, stream: TextIO) -> None:
         return
     stream.write(f"Fixed {outcome.fixed} finding{'s' if outcome.fixed != 1 else ''}:\n")
     for path in sorted(outcome.per_file):
-        stream.write(f"- {display_path(path)}:\n")
+        stream.write(f"- {sanitize(path)}:\n")
         for (code, name), count in sorted(outcome.per_file[path].items()):
-            stream.write(f"    {count} \u00d7 {code} ({name})\n")
+            stream.write(f"    {count} \u00d7 {sanitize(code)} ({sanitize(name)})\n")
     stream.write("\n")
 
 
@@ -312,17 +311,22 @@ def fix_stdin(raw: bytes, result: FileResult, linter: Linter, settings: Settings
     if source is None or not any(is_applicable(f, settings) for f in result.findings):
         return unchanged, 0, result
     done = fix_text(source.text, source.path, result.findings, linter, settings)
+    name = sanitize(source.path)
     for message in done.warnings:
-        err.write(f"warning: {display_path(source.path)}: {clean_text(message)}\n")
+        err.write(f"warning: {name}: {sanitize(message)}\n")
     if not done.applied or done.text == source.text:
         return unchanged, 0, result
     data = _encode(source, done.text)
     if data is None:
-        err.write(f"warning: {display_path(source.path)}: the fixed source cannot be encoded as "
-                  f"{source.encoding}; left as it was\n")
+        err.write(f"warning: {name}: the fixed source cannot be encoded as {source.encoding}; left as it was\n")
         return unchanged, 0, result
     if diff:
-        return unified_diff(source.path, source.text, done.text), len(done.applied), result
+        try:
+            return (unified_diff(source.path, source.text, done.text, terminal=_is_terminal(sys.stdout)),
+                    len(done.applied), result)
+        except DiffNameError as exc:
+            err.write(f"error: {name}: no diff shown: {exc}\n")
+            return unchanged, len(done.applied), result
     result.findings = done.findings
     result.source = SourceFile(source.path, data, done.text, source.encoding)
     return data, len(done.applied), result
