@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from .fileio import DEFAULT_MAX_FILE_SIZE, SourceError, read_bytes
+from .fileio import DEFAULT_MAX_FILE_SIZE, FileTooLarge, SourceError, read_bytes
 from .sanitize import sanitize
 
 if sys.version_info >= (3, 11):
@@ -134,16 +134,15 @@ def find_config(start: str) -> Optional[str]:
 
 
 def _has_tool_table(path: str) -> bool:
-    try:
-        raw, _ = read_bytes(path, MAX_CONFIG_BYTES)
-    except SourceError:
-        return False
+    raw = _read_config(path)  # an unreadable or oversized pyproject.toml is an error, not skipped silently
     return b"ascend-lint" in raw and "ascend-lint" in _load_toml(path, raw).get("tool", {})
 
 
 def _read_config(path: str) -> bytes:
     try:
         raw, _ = read_bytes(path, MAX_CONFIG_BYTES)
+    except FileTooLarge as exc:
+        raise ConfigError(f"{path}: the configuration file is larger than {exc.limit:,} bytes") from None
     except SourceError as exc:
         raise ConfigError(f"{path}: cannot read the configuration file: {exc.reason}") from None
     return raw

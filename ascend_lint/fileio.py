@@ -88,8 +88,16 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+class FileTooLarge(SourceError):
+    """A file over the size cap."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"file too large: {size:,} bytes, over the {limit:,}-byte limit (setting `max-file-size`)")
+        self.size, self.limit = size, limit
+
+
 def _too_large(size: int, limit: int) -> SourceError:
-    return SourceError(f"file too large: {size:,} bytes, over the {limit:,}-byte limit (setting `max-file-size`)")
+    return FileTooLarge(size, limit)
 
 
 def check_size(raw: bytes, limit: Optional[int]) -> None:

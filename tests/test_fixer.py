@@ -757,7 +757,7 @@ def test_plain_check_with_the_real_rules_never_imports_libcst(tmp_path):
 
 
 # ----------------------------------------------------------------------------- interrupted runs
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_interrupted_fix_leaves_each_file_untouched_or_fully_fixed(tmp_path, sig):
     before = "import os\n" + "d = 'cuda'\no = make_opt(a)\n" * 40
     after = "import os\n" + "d = 'npu'\no = make_opt(a, fused=True)\n" * 40
@@ -786,7 +786,7 @@ def test_interrupted_fix_leaves_each_file_untouched_or_fully_fixed(tmp_path, sig
     states = [(tmp_path / f"f{i:03}.py").read_text() for i in range(80)]
     assert all(s in (before, after) for s in states)
     assert after in states
-    if sig == signal.SIGINT:  # a clean interrupt also removes its temporary file
+    if sig != signal.SIGKILL:  # a catchable signal waits for the write window: no temporary file is left
         assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
 
 
