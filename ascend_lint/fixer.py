@@ -6,8 +6,9 @@ has a fix to apply, so importing it costs nothing on a plain check.
 Per file and round: the applicable fixes are resolved to libcst nodes (spans are mapped with libcst's
 PositionProvider; only the top-level statements holding an edit are parsed, every other line is copied
 as it is), a fix that overlaps one accepted before it waits for the next round, all accepted fixes are
-applied in one transformer pass, the imports they need are added after the last top-level import, the
-output is parsed with `ast` and re-linted, and this repeats until nothing fixable is left (at most
+applied in one transformer pass, the imports they need are added with the file's imports and the imports
+they leave unused are removed (see fix_imports.py), the output is parsed with `ast` and re-linted, and
+this repeats until nothing fixable is left (at most
 `MAX_ROUNDS` rounds). A fix whose output does not parse is dropped with a warning naming the rule; fixes
 that change nothing although their finding remains, undo each other or never converge are dropped with
 a warning and the file is left as it was.
@@ -30,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 from .config import Settings
 from .engine import FileResult, Linter, parse
 from .fileio import SourceError, SourceFile, split_lines, write_source
+from .fix_imports import anchor_line, clean_unused_imports, import_facts, import_statement, names_module, plan
 from .sanitize import diff_name, sanitize
 from .rule import Applicability, Edit, Finding, Fix
 
@@ -157,6 +159,20 @@ def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, 
                 dropped.add(_fix_key(finding))
                 warn(f"{finding.code} fix at line {finding.line} produced invalid Python; fix dropped")
             continue
+        before = current_tree if current_tree is not None else parse(current, path)
+        cleaned, problems = clean_unused_imports(attempt.text, before, tree)
+        if problems:  # an import the fixes leave unused can be neither removed nor marked: drop those fixes
+            culprits = _unused_import_culprits(current, before, attempt.applied, path)
+            if not culprits:
+                original.warnings = warnings + [
+                    f"fixes {_codes(attempt.applied)} together {problems[0]}; file left as it was"]
+                return original
+            for finding, problem in culprits:
+                dropped.add(_fix_key(finding))
+                warn(f"{finding.code} fix at line {finding.line}: {problem}; fix dropped")
+            continue
+        if cleaned != attempt.text:
+            attempt.text, tree = cleaned, parse(cleaned, path)
         if attempt.text in seen:
             original.warnings = warnings + [
                 f"fixes {_codes(applied + attempt.applied)} are not idempotent (they undo each other); "
@@ -179,6 +195,21 @@ def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, 
                 "file left as it was"]
             return original
     return FileFix(current, applied, current_findings, warnings)
+
+
+def _unused_import_culprits(text: str, before: ast.Module, fixes: Sequence[Finding],
+                            path: str) -> List[Tuple[Finding, str]]:
+    """The fixes that, on their own, leave an import unused that can be neither removed nor marked."""
+    culprits = []
+    for finding in fixes:
+        try:
+            attempt = _apply_once(text, [finding], before)
+            _, problems = clean_unused_imports(attempt.text, before, parse(attempt.text, path))
+        except (SourceError, _CannotFix):
+            continue
+        if problems:
+            culprits.append((finding, problems[0]))
+    return culprits
 
 
 def _syntax_culprits(text: str, fixes: Sequence[Finding], path: str) -> List[Finding]:
@@ -554,42 +585,6 @@ def _expression_dump(text: str) -> Optional[str]:
         return None
 
 
-def _import_plan(imported: Tuple[set, Dict[str, str]], modules: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
-    """(modules to import, {module: alias to write instead}) for a fix needing `modules`."""
-    available, aliases = imported
-    needed, renames = [], {}
-    for module in modules:
-        if module in available:
-            continue
-        if module in aliases:
-            renames[module] = aliases[module]
-        else:
-            needed.append(module)
-    return needed, renames
-
-
-def _module_imports(tree: ast.Module) -> Tuple[set, Dict[str, str]]:
-    """Modules usable by their dotted name, and `import M as A` aliases, outside functions and classes."""
-    available: set = set()
-    aliases: Dict[str, str] = {}
-    stack: List[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    aliases.setdefault(alias.name, alias.asname)
-                else:
-                    parts = alias.name.split(".")
-                    available.update(".".join(parts[: i + 1]) for i in range(len(parts)))
-        elif isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-                stack.extend(getattr(node, name, ()) or ())
-        elif isinstance(node, (ast.ExceptHandler, getattr(ast, "match_case", ast.ExceptHandler))):
-            stack.extend(node.body)
-    return available, aliases
-
-
 def _rename(cst: Any, node: Any, renames: Dict[str, str]) -> Any:
     """Spell module `M` as its alias `A` (from `import M as A`) inside a fix's new code."""
 
@@ -673,7 +668,7 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
     lines = split_lines(text, keepends=True)
     units = _units(tree)
     starts = [u[0] for u in units]
-    imported = _module_imports(tree)
+    facts = import_facts(tree)
 
     def unit_of(span: Any) -> int:
         i = bisect.bisect_right(starts, span.line) - 1
@@ -684,7 +679,8 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
     bounds: List[List[int]] = []
     touched = sorted({unit_of(e.span) for f in findings for e in f.fix.edits} - {-1})  # type: ignore[union-attr]
     # added imports go right after line `after`: no chunk may run across it
-    after = _import_line(tree) if any(f.fix.imports for f in findings) else -1  # type: ignore[union-attr]
+    wanted = sorted({m for f in findings for m in f.fix.imports})  # type: ignore[union-attr]
+    after = anchor_line(tree, wanted) if wanted else -1
     for i in touched:
         if (bounds and units[i][0] - bounds[-1][1] <= CHUNK_GAP
                 and not bounds[-1][1] <= after < units[i][0]):
@@ -717,11 +713,18 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
         index = _OpIndex()
         applied: List[Finding] = []
         failed: List[Tuple[Finding, str]] = []
-        imports: List[str] = []
+        imports: Dict[str, bool] = {}  # module to import -> some fix's code names it
         for finding in findings:
             fix = finding.fix
             assert fix is not None
-            needed, renames = _import_plan(imported, fix.imports)
+            texts = [e.text for e in fix.edits]
+            needed, renames, problem = plan(facts, fix.imports, texts)
+            if not problem and needed and any(e.span.line <= after for e in fix.edits):
+                problem = f"needs `import {needed[0]}` above line {min(e.span.line for e in fix.edits)}, " \
+                          "where no import can go"
+            if problem:
+                failed.append((finding, problem))
+                continue
             try:
                 ops = []
                 for edit in fix.edits:
@@ -744,7 +747,8 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
                 if not op.noop:
                     index.add(op)
             applied.append(finding)
-            imports.extend(m for m in needed if m not in imports)
+            for module in needed:
+                imports[module] = imports.get(module, False) or names_module(texts, module)
         if not applied:
             return _Attempt(text, [], failed)
         for chunk, op in accepted:
@@ -763,37 +767,22 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
                     original = "".join(lines[chunk.first - 1:chunk.last])
                     code = code.rstrip("\r\n") + original[len(original.rstrip("\r\n")):]
                 new_chunks[chunk.first] = code
-        return _Attempt(_assemble(tree, lines, {c.first: c.last for c in chunks.values()}, new_chunks, imports),
+        statements = [import_statement(m, [m] if named else []) for m, named in imports.items()]
+        return _Attempt(_assemble(lines, {c.first: c.last for c in chunks.values()}, new_chunks, after, statements),
                         applied, failed)
     except Exception as exc:  # a libcst validation error or a bug here must not crash the run
         raise _CannotFix(f"cannot apply fixes {_codes(findings)}: internal error ({type(exc).__name__}: {exc}); "
                          "file left as it was") from None
 
 
-def _import_line(tree: ast.Module) -> int:
-    """The line after which new imports go: the last top-level import, else the docstring, else
-    just before the first statement."""
-    line = 0
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            line = stmt.end_lineno or stmt.lineno
-    if not line and tree.body:
-        first = tree.body[0]
-        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-            line = first.end_lineno or first.lineno
-        else:
-            line = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", ())]) - 1
-    return line
-
-
-def _assemble(tree: ast.Module, lines: List[str], ends: Dict[int, int], new_chunks: Dict[int, str],
+def _assemble(lines: List[str], ends: Dict[int, int], new_chunks: Dict[int, str], after: int,
               imports: Sequence[str]) -> str:
-    """The file with the rewritten chunks in place of their lines, and `import M` lines added."""
+    """The file with the rewritten chunks in place of their lines, and the `imports` lines added after
+    line `after` (see fix_imports.anchor_line)."""
     newline = next((ln[len(ln.rstrip("\r\n")):] for ln in lines if ln.endswith(("\n", "\r"))), "\n")
-    after = _import_line(tree) if imports else -1
     out: List[str] = []
-    if after == 0:
-        out.extend(f"import {m}{newline}" for m in imports)
+    if imports and after == 0:
+        out.extend(f"{m}{newline}" for m in imports)
     line = 1
     while line <= len(lines):
         if line in new_chunks:
@@ -802,10 +791,10 @@ def _assemble(tree: ast.Module, lines: List[str], ends: Dict[int, int], new_chun
         else:
             last = line
             out.append(lines[line - 1])
-        if line <= after <= last:
+        if imports and line <= after <= last:
             if out[-1] and not out[-1].endswith(("\n", "\r")):
                 out.append(newline)
-            out.extend(f"import {m}{newline}" for m in imports)
+            out.extend(f"{m}{newline}" for m in imports)
         line = last + 1
     return "".join(out)
 
