@@ -128,7 +128,10 @@ class FusedOptimizerAvailable(Rule):
                    "the fused classes reject bf16 parameters and `set_to_none=True`, and parameter groups are "
                    "fused lazily. No fix is offered when the call passes an option the fused class lacks "
                    "(`foreach=`, `fused=`, `maximize=`, `capturable=`, `differentiable=`), passes `*args`/"
-                   "`**kwargs`, or omits an argument the fused class requires (`lr` for `NpuFusedSGD`).",
+                   "`**kwargs`, or omits an argument the fused class requires (`lr` for `NpuFusedSGD`), nor in "
+                   "a file that imports torch_npu only behind a guard (`try:`/`if`: it also runs without "
+                   "torch_npu). An import the replaced class was the last use of (`from torch.optim import SGD`, "
+                   "`import torch.optim as optim`) is removed.",
         source="Ascend PyTorch tuning case: MobileNetV1 with fused optimizers; torch_npu/optim/npu_fused_*.py "
                "(constructor signatures); Ascend msprof-analyze advisor rule timeline_fusion_ops.yaml.",
     )
@@ -237,8 +240,10 @@ class FusedOptimizerAvailable(Rule):
                 return False
         return True
 
-    def _fix(self, node: ast.Call, twin: FusedTwin) -> Fix:
+    def _fix(self, node: ast.Call, twin: FusedTwin) -> Optional[Fix]:
         ctx = self.ctx
+        if ctx.import_status("torch_npu") == "guarded":
+            return None  # a file that also runs without torch_npu: the fused class may not exist there
         imports: Tuple[str, ...] = ()
         direct = ctx.alias_for(f"torch_npu.optim.{twin.fused}")
         if direct:
