@@ -760,7 +760,9 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
                 module = chunk.resolver.module
                 if not chunk.resolver.has_blocks:  # nothing to learn the indentation from: use the file's
                     module = module.with_changes(default_indent=indent)
-                module = module.visit(_transformer_class(cst)(cst, chunk.resolver, chunk.ops))
+                transformer = _transformer_class(cst)(cst, chunk.resolver, chunk.ops)
+                transformer.blank_before = chunk.first > 1 and not lines[chunk.first - 2].strip()
+                module = module.visit(transformer)
                 empty = not (module.body or module.header or module.footer)
                 code = "" if empty else module.code  # libcst prints "\n" for nothing
                 if code:  # keep the chunk's own line ending (libcst may normalise a lone "\r")
@@ -784,13 +786,18 @@ def _assemble(lines: List[str], ends: Dict[int, int], new_chunks: Dict[int, str]
     if imports and after == 0:
         out.extend(f"{m}{newline}" for m in imports)
     line = 1
+    emptied = False  # the previous chunk was removed whole
     while line <= len(lines):
         if line in new_chunks:
             last = ends[line]
             out.append(new_chunks[line])
+            emptied = not new_chunks[line]
         else:
             last = line
-            out.append(lines[line - 1])
+            blank = not lines[line - 1].strip()
+            if not (emptied and blank and out and _blank_before(out)):  # no new run of blank lines (E303)
+                out.append(lines[line - 1])
+            emptied = False
         if imports and line <= after <= last:
             if out[-1] and not out[-1].endswith(("\n", "\r")):
                 out.append(newline)
@@ -828,6 +835,7 @@ def _transformer_class(cst: Any) -> Any:
                     for line in range(op.anchor[0][0], op.anchor[1][0] + 1):
                         marks[line] = 1
             self.edited = list(itertools.accumulate(marks))
+            self.blank_before = False  # the line before the chunk is blank (set by _apply_once)
             removed: Dict[int, set] = {}
             lines: Dict[int, Any] = {}
             for op in ops:
@@ -943,7 +951,10 @@ def _transformer_class(cst: Any) -> Any:
                         out.extend(new)
                     else:
                         if carry:
-                            upd = upd.with_changes(leading_lines=carry + list(upd.leading_lines))
+                            upd = upd.with_changes(leading_lines=_join_leading(carry, upd.leading_lines))
+                        elif is_module and not out and self.blank_before and orig is not original.body[0]:
+                            # the chunk's first statements were removed, a blank line precedes the chunk
+                            upd = upd.with_changes(leading_lines=_drop_one_blank(upd.leading_lines))
                         out.append(upd)
                     if key not in self.remove_lines:
                         carry = []
@@ -961,6 +972,32 @@ def _transformer_class(cst: Any) -> Any:
 
     _TRANSFORMER.append(Transformer)
     return Transformer
+
+
+def _blank_before(out: List[str]) -> bool:
+    """Does the text assembled so far end with a blank line?"""
+    for piece in reversed(out):
+        if piece:
+            return not piece.strip() or piece.endswith(("\n\n", "\r\n\r\n", "\r\r"))
+    return False
+
+
+def _drop_one_blank(own: Sequence[Any]) -> List[Any]:
+    """`own` with one blank line fewer when it has two or more (the blank line before the removed
+    statements already separates): no new run of 3 blank lines (E303), and 2 stay before a `def`."""
+    lines = list(own)
+    blanks = [i for i, line in enumerate(lines) if line.comment is None]
+    if len(blanks) >= 2:
+        del lines[blanks[0]]
+    return lines
+
+
+def _join_leading(carried: Sequence[Any], own: Sequence[Any]) -> List[Any]:
+    """The leading lines of a statement that follows removed ones: the removed statements' comments are
+    kept, their blank lines only where the statement has none of its own (no run of 3 blank lines, E303)."""
+    if any(line.comment is None for line in own):
+        carried = [line for line in carried if line.comment is not None]
+    return list(carried) + list(own)
 
 
 def _set_keyword(cst: Any, call: Any, name: str, value: Any) -> Any:
