@@ -161,52 +161,116 @@ class Binding:
     module: str  # the module it imports
 
 
+def bindings_of(stmt: ast.stmt) -> List[Binding]:
+    """Names bound by one top-level import (not `__future__`, not `*`, not relative)."""
+    if isinstance(stmt, ast.Import):
+        return [Binding(stmt, a, a.asname or a.name.split(".")[0], a.name) for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module and not _is_future(stmt):
+        return [Binding(stmt, a, a.asname or a.name, stmt.module) for a in stmt.names if a.name != "*"]
+    return []
+
+
 def bindings(tree: ast.Module) -> List[Binding]:
-    """Names bound by the unconditional top-level imports (not `__future__`, not `*`)."""
-    out = []
+    """Names bound by the unconditional top-level imports."""
+    return [binding for stmt in tree.body for binding in bindings_of(stmt)]
+
+
+def _string_names(node: ast.AST) -> Set[str]:
+    """Names inside a string annotation (`x: "torch.Tensor"`)."""
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return set()
+    try:
+        parsed = ast.parse(node.value.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    return {n.id for n in ast.walk(parsed) if isinstance(n, ast.Name)}
+
+
+def _reads(stmt: ast.stmt) -> Tuple[Set[str], Set[str], Set[str]]:
+    """(names `stmt` reads when it runs, names read later: in function and lambda bodies, string
+    annotations and `__all__`; names it binds at module level)."""
+    now: Set[str] = set()
+    later: Set[str] = set()
+    binds: Set[str] = set()
+    stack: List[Tuple[ast.AST, bool]] = [(stmt, False)]
+    while stack:
+        node, deferred = stack.pop()
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Store):
+                if not deferred:
+                    binds.add(node.id)
+            else:
+                (later if deferred else now).add(node.id)
+            continue
+        if isinstance(node, ast.Constant):
+            later.update(_string_names(node))  # (a string annotation; a plain string adds nothing real)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not deferred:
+            binds.add(node.name)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not deferred:
+            binds.update(a.asname or a.name.split(".")[0] for a in node.names if a.name != "*")
+        if isinstance(node, (ast.Assign, ast.AugAssign)) and any(
+                isinstance(t, ast.Name) and t.id == "__all__"
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+            later.update(e.value for e in ast.walk(node.value) if isinstance(e, ast.Constant)
+                         and isinstance(e.value, str))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            stack.extend((child, True) for child in body)
+            stack.extend((child, deferred) for child in ast.iter_child_nodes(node)
+                         if child not in body)
+            continue
+        stack.extend((child, deferred) for child in ast.iter_child_nodes(node))
+    return now, later, binds
+
+
+def import_usage(tree: ast.Module) -> Dict[int, bool]:
+    """For each top-level import binding (by id of its alias): is it read while it is the binding of its
+    name? As pyflakes sees it: module-level code reads the binding active at that point; function bodies,
+    string annotations and `__all__` read the last one. (An import shadowed by a later one before any use
+    is unused: pyflakes's "redefinition of unused name".)"""
+    active: Dict[str, Optional[ast.alias]] = {}
+    used: Dict[int, bool] = {}
+    read_later: Set[str] = set()
     for stmt in tree.body:
-        if isinstance(stmt, ast.Import):
-            out.extend(Binding(stmt, a, a.asname or a.name.split(".")[0], a.name) for a in stmt.names)
-        elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module and not _is_future(stmt):
-            out.extend(Binding(stmt, a, a.asname or a.name, stmt.module) for a in stmt.names if a.name != "*")
+        now, later, binds = _reads(stmt)
+        for name in now:
+            alias = active.get(name)
+            if alias is not None:
+                used[id(alias)] = True
+        read_later |= later
+        for name in binds:
+            active[name] = None
+        for binding in bindings_of(stmt):
+            active[binding.name] = binding.alias
+            used.setdefault(id(binding.alias), False)
+    for name in read_later:
+        alias = active.get(name)
+        if alias is not None:
+            used[id(alias)] = True
+    return used
+
+
+def _numbered(tree: ast.Module) -> List[Tuple[Tuple[str, int], Binding]]:
+    """Each binding keyed by (name, how many bindings of that name came before it)."""
+    seen: Dict[str, int] = {}
+    out = []
+    for binding in bindings(tree):
+        number = seen.get(binding.name, 0)
+        seen[binding.name] = number + 1
+        out.append(((binding.name, number), binding))
     return out
 
 
-def referenced_names(tree: ast.Module) -> Set[str]:
-    """Names the file reads (as pyflakes counts them): loads and deletes, names in string annotations,
-    and the entries of `__all__`."""
-    names: Set[str] = set()
-    annotations: List[ast.expr] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if not isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-        elif isinstance(node, ast.arg) and node.annotation is not None:
-            annotations.append(node.annotation)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
-            annotations.append(node.returns)
-        elif isinstance(node, ast.AnnAssign):
-            annotations.append(node.annotation)
-        elif isinstance(node, (ast.Assign, ast.AugAssign)) and any(
-                isinstance(t, ast.Name) and t.id == "__all__"
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
-            names.update(e.value for e in ast.walk(node.value)
-                         if isinstance(e, ast.Constant) and isinstance(e.value, str))
-    for annotation in annotations:
-        for sub in ast.walk(annotation):
-            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-                try:
-                    parsed = ast.parse(sub.value.strip(), mode="eval")
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    continue
-                names.update(n.id for n in ast.walk(parsed) if isinstance(n, ast.Name))
-    return names
-
-
 def newly_unused(before: ast.Module, after: ast.Module) -> List[Binding]:
-    """Top-level imports of `after` whose name `before` read and `after` no longer reads."""
-    read_before, read_after = referenced_names(before), referenced_names(after)
-    return [b for b in bindings(after) if b.name in read_before and b.name not in read_after]
+    """Top-level imports of `after` that are unused there and were used in `before`."""
+    used_before, used_after = import_usage(before), import_usage(after)
+    was_used = {key: used_before.get(id(b.alias), False) for key, b in _numbered(before)}
+    numbered = _numbered(after)
+    unused = [b for key, b in numbered if was_used.get(key) and not used_after.get(id(b.alias), False)]
+    names = {b.name for b in unused}  # an unused duplicate of such an import would become the one warned about
+    return unused + [b for _, b in numbered if b.name in names and b not in unused
+                     and not used_after.get(id(b.alias), False)]
 
 
 def _still_loaded(module: str, gone: Set[int], tree: ast.Module) -> bool:

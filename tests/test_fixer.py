@@ -26,6 +26,7 @@ from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 
 SAFE, UNSAFE, DISPLAY = Applicability.SAFE, Applicability.UNSAFE, Applicability.DISPLAY
 TESTS = os.path.dirname(os.path.abspath(__file__))
+FIX_FUZZ = int(os.environ.get("ASCEND_LINT_FIX_FUZZ_EXAMPLES", "0"))  # longer runs: see docs/reliability.md
 
 
 def _call_name(node: ast.AST) -> Optional[str]:
@@ -893,8 +894,17 @@ def _real_rule_fix_is_sound(src: str) -> None:
     ast.parse(result.text)
     again = fixer.fix_text(result.text, "p.py", linter.check(result.text, "p.py"), linter, cfg)
     assert again.text == result.text and not again.applied
+    # the fix-safety harness's checks (tests/fixsafety.py): nothing new for pyflakes, no use before import
+    from fixsafety import pyflakes_counts, uses_before_import
+
+    new = pyflakes_counts(result.text) - pyflakes_counts(src)
+    assert not new, (dict(new), src, result.text)
+    assert set(uses_before_import(result.text)) <= set(uses_before_import(src)), (src, result.text)
     import difflib
 
+    first_round = {(f.code, f.line, f.col) for f in findings}
+    if any((f.code, f.line, f.col) not in first_round for f in result.applied):
+        return  # a cascade (a fix enabled by an earlier one): its lines are numbered in an intermediate text
     touched = set()
     for finding in result.applied:
         touched.update(range(finding.line, finding.end_line + 1))
@@ -904,6 +914,7 @@ def _real_rule_fix_is_sound(src: str) -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             touched.update(range(stmt.lineno, stmt.end_lineno + 1))
     old, new = split_lines(src, keepends=True), split_lines(result.text, keepends=True)
+    touched.update(i for i, line in enumerate(old, 1) if not line.strip())  # blank lines next to removals
     for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if tag in ("replace", "delete"):
             assert set(range(i1 + 1, i2 + 1)) <= touched, (src, result.text)
@@ -929,6 +940,8 @@ def test_real_rule_fixes_on_mutated_sources():
     fixtures = os.path.join(TESTS, "fixtures", "fixes")
     corpus += [open(os.path.join(fixtures, n), "rb").read().decode("latin-1")
                for n in sorted(os.listdir(fixtures)) if n.endswith(".in.py")]
+    programs = os.path.join(TESTS, "fixtures", "programs")  # the fix-safety harness's realistic programs
+    corpus += [open(os.path.join(programs, n), encoding="utf-8").read() for n in sorted(os.listdir(programs))]
 
     @st.composite
     def mutated(draw):
@@ -951,7 +964,7 @@ def test_real_rule_fixes_on_mutated_sources():
         src = "import torch\nimport torch_npu\n" + "".join(lines)
         return src.replace("\n", "\r\n") if draw(st.booleans()) else src
 
-    @hypothesis.settings(max_examples=40, deadline=None, derandomize=True,
+    @hypothesis.settings(max_examples=FIX_FUZZ or 40, deadline=None, derandomize=True,
                          suppress_health_check=list(hypothesis.HealthCheck))
     @hypothesis.given(mutated())
     def check(src):
@@ -965,7 +978,7 @@ def test_real_rule_fixes_on_generated_programs():
     hypothesmith = pytest.importorskip("hypothesmith")
     st = hypothesis.strategies
 
-    @hypothesis.settings(max_examples=10, deadline=None, derandomize=True,
+    @hypothesis.settings(max_examples=FIX_FUZZ or 10, deadline=None, derandomize=True,
                          suppress_health_check=list(hypothesis.HealthCheck))
     @hypothesis.given(hypothesmith.from_grammar(), st.lists(st.sampled_from(FIXABLE), max_size=4))
     def check(program, tail):
