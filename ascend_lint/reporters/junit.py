@@ -2,7 +2,8 @@
 one failed test case per finding; a single passing case when there are none.
 
 Characters XML 1.0 cannot carry (most controls, lone surrogates) are dropped; ElementTree escapes
-the rest.
+the rest, and the characters a terminal would interpret (DEL, C1 controls, bidi and other format
+characters, line separators) are written as character references, so the data stay exact.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import xml.etree.ElementTree as ET
 from typing import Dict, List, TextIO
 
 from ..rule import Finding
+from ..sanitize import is_unsafe
 from . import Report
 from ._util import XML_INVALID_RE, relative_path, text
 
@@ -47,5 +49,11 @@ def render(report: Report, out: TextIO) -> None:
     tree = build(report)
     ET.indent(tree)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-    out.write(ET.tostring(tree, encoding="unicode"))
+    out.write(_references(ET.tostring(tree, encoding="unicode")))
     out.write("\n")
+
+
+def _references(xml: str) -> str:
+    """Terminal-unsafe characters (all allowed in XML 1.0) as `&#x...;` references."""
+    return "".join(f"&#x{ord(c):X};" if ord(c) >= 0x20 and not c.isprintable() and is_unsafe(c) else c
+                   for c in xml) if any(ord(c) >= 0x7F for c in xml) else xml
