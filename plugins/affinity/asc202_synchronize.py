@@ -165,13 +165,13 @@ class SynchronizeInHotPath(Rule):
         edits = [Edit("remove_statement", ctx.span(parent))]
         receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
         func = ctx.function
-        if isinstance(receiver, ast.Name) and func is not None and receiver.id not in func.params:
-            binding = _sole_use_binding(func.node, receiver)
-            if binding is _SHARED:
-                pass  # used elsewhere too, or not a local of this function: it stays
-            elif binding is None or not self._removable_value(binding.value):
+        if isinstance(receiver, ast.Name) and func is not None:
+            binding = _binding_used_only_here(func.node, receiver, parent)
+            if binding is _UNUSED_AFTER:
                 return None  # it would leave a variable assigned but never used
-            else:
+            if binding is not None:
+                if not self._removable_value(binding.value):
+                    return None
                 edits.append(Edit("remove_statement", ctx.span(binding)))
         return Fix(Applicability.UNSAFE, "Remove the synchronize call", tuple(edits))
 
@@ -201,22 +201,41 @@ class SynchronizeInHotPath(Rule):
         return None
 
 
-_SHARED = ast.Pass()  # marker: the receiver has other uses
+_UNUSED_AFTER = ast.Pass()  # marker: removing the call would leave the variable without any read
 
 
-def _sole_use_binding(func: ast.AST, use: ast.Name):
-    """For a local name read only at `use`: its one `name = value` statement (None when it is bound
-    otherwise or more than once); `_SHARED` when the name is read elsewhere too or is not bound here."""
-    assigns, stores, loads = [], 0, 0
-    for sub in ast.walk(func):  # a bounded look at the enclosing function
-        if isinstance(sub, ast.Name) and sub.id == use.id:
-            if isinstance(sub.ctx, ast.Load):
-                loads += 1
-            else:
-                stores += 1
-        elif (isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name)
-              and sub.targets[0].id == use.id):
-            assigns.append(sub)
-    if loads > 1 or not stores:
-        return _SHARED
-    return assigns[0] if len(assigns) == 1 and stores == 1 else None
+def _binding_used_only_here(func: ast.AST, use: ast.Name, stmt: ast.stmt):
+    """The `name = value` statement whose value only this call reads (to remove with it), None when there
+    is none to remove, `_UNUSED_AFTER` when the call is the function's last read of a variable it assigns.
+
+    The statement qualifies when it is the name's only assignment and the call its only read, or when it
+    directly precedes the call in the same block (no other use of the name in between) and the next use
+    of the name after the call, if any, is a new assignment."""
+    parents = {id(child): node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    occurrences = sorted((n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == use.id),
+                         key=lambda n: (n.lineno, n.col_offset))
+    loads = [n for n in occurrences if isinstance(n.ctx, ast.Load)]
+    if len(loads) == len(occurrences):
+        return None  # a parameter, a global or a closure variable: nothing assigned here
+    stores = [n for n in occurrences if not isinstance(n.ctx, ast.Load)]
+    if len(loads) == 1 and len(stores) == 1:  # one assignment, read only here: it goes with the call
+        assign = parents.get(id(stores[0]))
+        single = isinstance(assign, ast.Assign) and len(assign.targets) == 1 and assign.targets[0] is stores[0]
+        return assign if single else _UNUSED_AFTER
+    at = next(i for i, n in enumerate(occurrences) if n is use)
+    before = occurrences[at - 1] if at else None
+    after = occurrences[at + 1] if at + 1 < len(occurrences) else None
+    assign = parents.get(id(before)) if before is not None and not isinstance(before.ctx, ast.Load) else None
+    if (isinstance(assign, ast.Assign) and len(assign.targets) == 1 and assign.targets[0] is before
+            and _same_block(parents, assign, stmt) and (after is None or not isinstance(after.ctx, ast.Load))):
+        return assign
+    return _UNUSED_AFTER if len(loads) == 1 else None
+
+
+def _same_block(parents, first: ast.stmt, second: ast.stmt) -> bool:
+    owner = parents.get(id(first))
+    if owner is None or owner is not parents.get(id(second)):
+        return False
+    return any(first in block and second in block for block in (getattr(owner, f, None) for f in
+                                                                 ("body", "orelse", "finalbody"))
+               if isinstance(block, list))
