@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -177,13 +178,25 @@ def bindings(tree: ast.Module) -> List[Binding]:
 
 def _string_names(node: ast.AST) -> Set[str]:
     """Names inside a string annotation (`x: "torch.Tensor"`)."""
-    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or len(node.value) > 1000:
         return set()
     try:
-        parsed = ast.parse(node.value.strip(), mode="eval")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = ast.parse(node.value.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     return {n.id for n in ast.walk(parsed) if isinstance(n, ast.Name)}
+
+
+def _annotations(node: ast.AST) -> List[ast.expr]:
+    if isinstance(node, ast.arg):
+        return [node.annotation] if node.annotation is not None else []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.returns] if node.returns is not None else []
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    return []
 
 
 def _reads(stmt: ast.stmt) -> Tuple[Set[str], Set[str], Set[str]]:
@@ -202,9 +215,9 @@ def _reads(stmt: ast.stmt) -> Tuple[Set[str], Set[str], Set[str]]:
             else:
                 (later if deferred else now).add(node.id)
             continue
-        if isinstance(node, ast.Constant):
-            later.update(_string_names(node))  # (a string annotation; a plain string adds nothing real)
-            continue
+        for annotation in _annotations(node):  # string annotations are read at the end, as pyflakes does
+            for sub in ast.walk(annotation):
+                later.update(_string_names(sub))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not deferred:
             binds.add(node.name)
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not deferred:

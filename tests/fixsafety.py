@@ -125,7 +125,9 @@ def check_fixes(text: str, path: str, linter: Linter, settings: Settings,
     if not result.applied:
         return outcome
     try:
-        compile(result.text, path, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(result.text, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         outcome.problems.append(f"does not compile: {exc}")
         return outcome
