@@ -38,6 +38,7 @@ class Settings:
     extend_unsafe_fixes: List[str] = field(default_factory=list)
     cache_dir: Optional[str] = None
     output_format: str = "full"
+    ignore_noqa: bool = False  # --ignore-noqa: no comment suppresses anything
     project_root: str = "."
     config_path: Optional[str] = None
 

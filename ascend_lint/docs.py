@@ -4,6 +4,7 @@ from __future__ import annotations
 import textwrap
 from typing import Iterable, List, Type
 
+from .core_rules import PARSE_ERROR_CODE
 from .rule import Rule
 
 HEADER = """# Rules
@@ -12,8 +13,18 @@ HEADER = """# Rules
 
 Default rules run unless deselected; preview rules run only with `--preview`. Rules marked
 *NPU context* stay silent in files that do not import `torch_npu`, `mindspore` or Ascend apex names
-and do not mention an `npu` device or `hccl` backend (`--target npu` forces it on).
+and do not mention an `npu` device or `hccl` backend (`--target npu` forces it on). Pack `core` holds
+ascend-lint's own checks: ASC000 (a file that could not be linted, always on) and ASC001 (unused
+`# noqa` codes).
 """
+
+
+RULES_URL = "https://github.com/ascend-lint/ascend-lint/blob/main/docs/rules.md"
+
+
+def rule_url(code: str, name: str) -> str:
+    """The rule's section in docs/rules.md on the project's home page."""
+    return f"{RULES_URL}#{code.lower()}-{name}"
 
 
 def fix_label(rule: Type[Rule]) -> str:
@@ -21,6 +32,8 @@ def fix_label(rule: Type[Rule]) -> str:
 
 
 def status(rule: Type[Rule]) -> str:
+    if rule.code == PARSE_ERROR_CODE:
+        return "always"  # a file that cannot be linted is always reported
     return "preview" if rule.preview else "default"
 
 

@@ -13,12 +13,13 @@ import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from . import noqa
 from .config import Settings
-from .fileio import SourceError, SourceFile, decode_source, read_source
-from .registry import PARSE_ERROR_CODE, code_matches
+from .fileio import SourceError, SourceFile, decode_source, read_source, split_lines
+from .core_rules import CORE_PACK, PARSE_ERROR_CODE, UNUSED_NOQA_CODE
+from .registry import code_matches, registered_codes
 from .rule import Finding, Rule, Severity
 from .semantic import FileContext
 from .walker import Walker, trigger_lines
@@ -144,9 +145,30 @@ class Linter:
         """Findings for one decoded source (noqa applied); raises SourceError if it does not parse.
 
         `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own).
+        With `ignore-noqa` set, no comment suppresses anything.
         """
         rules = self.rules_for(path)
+        walked = [r for r in rules if r.pack != CORE_PACK]
+        found, skipped, lines = self._walk(walked, text, path, tree)
+        if self.settings.ignore_noqa:
+            findings = found
+        else:
+            if (found or "noqa" in text) and lines is None:
+                lines = split_lines(text)
+            findings = noqa.filter_findings(found, lines if line_noqa and found else [], text)
+            if "noqa" in text and any(r.code == UNUSED_NOQA_CODE for r in rules):
+                ran = {r.code for r in walked} - skipped
+                unused = noqa.unused_noqa(path, text, lines or [], found, ran, registered_codes())
+                findings += noqa.filter_findings(unused, lines if line_noqa else [], text)
+        findings.sort(key=Finding.sort_key)
+        return _dedupe(findings)
+
+    def _walk(self, rules: List[Type[Rule]], text: str, path: str,
+              tree: Optional[ast.Module]) -> Tuple[List[Finding], Set[str], Optional[List[str]]]:
+        """(findings before noqa, codes skipped for the file's context, the file's lines if split)."""
+        skipped: Set[str] = set()  # rules silent here because of the file's context (NPU, migration)
         if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
+            skipped.update(r.code for r in rules if r.npu_context)
             rules = [r for r in rules if not r.npu_context]
         present: Dict[str, bool] = {}  # trigger -> occurs in the text (each text is scanned once)
 
@@ -159,20 +181,19 @@ class Linter:
         rules = [r for r in rules
                  if any(occurs(t) for t in r.file_triggers or ("",)) and any(occurs(t) for t in r.triggers or ("",))]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
-            return []
+            return [], skipped, None
         if tree is None:
             with _gc_paused():
                 tree = parse(text, path)
         ctx = FileContext(path, text, tree, self.settings.target)
         instances = []
         for rule in rules:
-            if rule.npu_context and not ctx.npu:
-                continue
-            if rule.silent_when_auto_migrated and ctx.auto_migrated:
+            if (rule.npu_context and not ctx.npu) or (rule.silent_when_auto_migrated and ctx.auto_migrated):
+                skipped.add(rule.code)
                 continue
             instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
         if not instances:
-            return []
+            return [], skipped, None
         table: Dict[type, list] = {}
         triggers: List[str] = []
         prune = True
@@ -193,9 +214,7 @@ class Linter:
         except Exception as exc:  # a rule bug must not end the run: report it on this file
             raise SourceError(f"internal error in rule {_failing_rule(exc)} ({exc!r}); please report it") from None
         findings: List[Finding] = [f for inst in instances for f in inst.findings]
-        findings = noqa.filter_findings(findings, ctx.lines if line_noqa and findings else [], text)
-        findings.sort(key=Finding.sort_key)
-        return _dedupe(findings)
+        return findings, skipped, (ctx.lines if findings else None)
 
 
 _HANDLERS: Dict[type, List[Tuple[type, str]]] = {}
@@ -258,15 +277,3 @@ def sorted_findings(results: Sequence[FileResult]) -> List[Finding]:
     out = [f for r in results for f in r.findings]
     out.sort(key=Finding.sort_key)
     return out
-
-
-def summarize(findings: Sequence[Finding]) -> List[Tuple[str, str, int, bool]]:
-    """(code, name, count, fixable) rows for --statistics, most frequent first."""
-    counts: Dict[Tuple[str, str], List[int]] = {}
-    for f in findings:
-        row = counts.setdefault((f.code, f.name), [0, 0])
-        row[0] += 1
-        row[1] += f.fix is not None
-    rows = [(code, name, n, fixable > 0) for (code, name), (n, fixable) in counts.items()]
-    rows.sort(key=lambda r: (-r[2], r[0]))
-    return rows

@@ -52,6 +52,8 @@ class Edit:
     - ``insert_after``: insert the statement(s) `text` after the statement at `span`, same indent.
     - ``insert_body_end``: append the statement(s) `text` at the end of the body of the compound
       statement (function, class) at `span`.
+    - ``replace_text``: replace the characters of one line at `span` with `text` as it is (no
+      newline): for what libcst does not model as code, such as a comment.
     """
 
     op: str

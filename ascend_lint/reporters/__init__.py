@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, TextIO, Type
 
-from ..rule import Finding, Rule
+from ..rule import Applicability, Finding, Rule
 
 # format name -> "module:function" (imported only when used)
 FORMATS: Dict[str, str] = {
@@ -25,6 +25,10 @@ FORMATS: Dict[str, str] = {
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+def _no_text(path: str) -> Optional[str]:
+    return None
+
+
 @dataclass
 class Report:
     findings: List[Finding]
@@ -35,6 +39,15 @@ class Report:
     fixed: int = 0
     unsafe_fixable: int = 0
     files: int = 0
+    text_of: Callable[[str], Optional[str]] = _no_text  # a file's full text (for fix edits), None if unknown
+
+
+def fix_applies(finding: Finding, unsafe_fixes: bool) -> bool:
+    """Would `--fix` apply this finding's fix (its unsafe fixes only with `--unsafe-fixes`)? `[*]` marks it."""
+    fix = finding.fix
+    if fix is None:
+        return False
+    return fix.applicability is Applicability.SAFE or (fix.applicability is Applicability.UNSAFE and unsafe_fixes)
 
 
 def get_reporter(name: str) -> Callable[[Report, TextIO], None]:

@@ -12,20 +12,19 @@ import os
 from typing import Any, Dict, List, Optional, TextIO, Type
 
 from .. import __version__
-from ..docs import rule_markdown, rule_text
+from ..docs import rule_markdown, rule_text, rule_url
 from ..rule import Finding, Rule, Severity
 from . import Report
 from ._util import clean, fingerprints, one_line, relative_path, uri_path
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 HOME = "https://github.com/ascend-lint/ascend-lint"
-RULES_DOC = HOME + "/blob/main/docs/rules.md"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 SRCROOT = "%SRCROOT%"
 
 
 def help_uri(code: str, name: str) -> str:
-    return f"{RULES_DOC}#{code.lower()}-{name}"
+    return rule_url(code, name)
 
 
 def first_sentence(value: str) -> str:

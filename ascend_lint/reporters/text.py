@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from ..rule import Applicability, Finding
-from . import Report, clean_text, display_path
+from . import Report, clean_text, display_path, fix_applies
 
 BOLD, RED, CYAN, YELLOW, RESET = "\033[1m", "\033[31m", "\033[36m", "\033[33m", "\033[0m"
 
@@ -14,14 +14,7 @@ def _paint(text: str, code: str, color: bool) -> str:
 
 
 def fix_marker(finding: Finding, report: Report) -> str:
-    fix = finding.fix
-    if fix is None:
-        return ""
-    if fix.applicability is Applicability.SAFE or (
-        fix.applicability is Applicability.UNSAFE and report.unsafe_fixes
-    ):
-        return "[*] "
-    return ""
+    return "[*] " if fix_applies(finding, report.unsafe_fixes) else ""
 
 
 def headline(finding: Finding, report: Report) -> str:
