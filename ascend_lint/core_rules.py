@@ -22,6 +22,7 @@ class UnreadableFile(Rule):
     severity = Severity.ERROR
     triggers = ("",)  # any file
     docs = Docs(
+        summary="A file that could not be read, decoded or parsed, so nothing in it was checked.",
         what="Reports a file that could not be read, decoded or parsed, so nothing in it was checked: a "
              "missing path, a directory or a broken link, bytes that are not valid in the file's encoding, "
              "a syntax error (Python 2 code is named as such), or code nested too deeply for the parser.",
@@ -48,6 +49,7 @@ class UnusedNoqa(Rule):
     triggers = ("noqa",)
     file_triggers = ("noqa",)
     docs = Docs(
+        summary="A `# noqa` code that suppressed no finding.",
         what="Flags ascend-lint codes in a `# noqa: ...` comment that suppressed nothing: the rule ran on the "
              "file and reported nothing on that line, or no installed rule has the code (a typo such as "
              "`ASC10`, or a rule that was removed).",

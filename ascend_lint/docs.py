@@ -27,6 +27,21 @@ def rule_url(code: str, name: str) -> str:
     return f"{RULES_URL}#{code.lower()}-{name}"
 
 
+SUMMARY_LIMIT = 120
+
+
+def summary(rule: Type[Rule]) -> str:
+    """The rule in one sentence: `docs.summary`, else the first sentence of `docs.what`, shortened."""
+    if rule.docs.summary:
+        return " ".join(rule.docs.summary.split())
+    text = " ".join(rule.docs.what.split()) or rule.name
+    end = text.find(". ")
+    text = text[: end + 1] if end > 0 else text
+    if len(text) > SUMMARY_LIMIT:
+        text = text[: text.rfind(" ", 0, SUMMARY_LIMIT - 1)].rstrip(",;:") + "\u2026"
+    return text
+
+
 def fix_label(rule: Type[Rule]) -> str:
     return rule.fix_applicability.value if rule.fix_applicability else "none"
 
@@ -63,7 +78,7 @@ def _flags(rule: Type[Rule]) -> str:
 
 def rule_text(rule: Type[Rule]) -> str:
     """What `ascend-lint rule CODE` prints."""
-    lines = [f"{rule.code} {rule.name}", _flags(rule).replace("`", ""), ""]
+    lines = [f"{rule.code} {rule.name}", _flags(rule).replace("`", ""), "", summary(rule), ""]
     for title, body, is_code in sections(rule):
         lines.append(f"## {title}")
         if is_code:
@@ -75,7 +90,7 @@ def rule_text(rule: Type[Rule]) -> str:
 
 
 def rule_markdown(rule: Type[Rule]) -> str:
-    lines = [f"## {rule.code} `{rule.name}`", "", _flags(rule), ""]
+    lines = [f"## {rule.code} `{rule.name}`", "", _flags(rule), "", summary(rule), ""]
     for title, body, is_code in sections(rule):
         lines.append(f"### {title}")
         lines.append("")

@@ -33,6 +33,8 @@ class NoMixedPrecision(Rule):
     triggers = ("backward", "step", "autocast", "Scaler", "scaler", "amp", "scale_loss", "loss_scal", "fp16", "bf16",
                 "float16", "half", "precision", "to_float", "build_train_network")
     docs = Docs(
+        summary="An NPU training script that uses no mixed precision.",
+        measured=(8, 8),  # findings, true positives: docs/precision.md
         what="Flags an NPU PyTorch training script (one that calls `loss.backward()` in a step loop and steps an "
              "optimizer) that uses no mixed precision at all: no `autocast`, no `GradScaler`, no apex `amp.initialize`/`amp.scale_loss`, no "
              "MindSpore `amp_level`/`to_float`, no half/bf16 cast and no `fp16`/`use_amp`-style switch.",
