@@ -12,7 +12,7 @@ from . import __version__
 from .config import ConfigError, Settings, load_settings
 from .discovery import Target, discover
 from .docs import fix_label, rule_text, rules_markdown, status
-from .engine import FileResult, Linter, error_finding, sorted_findings
+from .engine import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
 from .fileio import SourceError, read_source, split_lines
 from .registry import Registry, RegistryError, load_registry, print_warnings, select_rules
 from .reporters import FORMATS, Report, display_path, get_reporter
@@ -298,6 +298,7 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
     if not args.quiet and (human or args.output_file or args.statistics) and not (
             args.statistics and fmt == "json" and not args.output_file):
         write_summary(findings, fixed, settings, sys.stdout)
+        write_porting_hint(results, sys.stdout)
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
@@ -404,6 +405,15 @@ def cli_keys(args: argparse.Namespace) -> List[str]:
         "ignore_noqa": args.ignore_noqa, "cache_dir": args.cache_dir, "output_format": args.output_format,
     }
     return [key for key, value in given.items() if value is not None]
+
+
+def write_porting_hint(results: Sequence[FileResult], out: TextIO) -> None:
+    """Porting mode, found: files that use CUDA and had NPU-context rules skipped (they are not NPU code yet)."""
+    count = sum(1 for r in results if NPU_RULES_SKIPPED_FOR_CUDA in r.notes)
+    if count:
+        files = f"{count} file{'s' if count != 1 else ''} that use{'s' if count == 1 else ''} CUDA"
+        out.write(f"Note: NPU-context rules were skipped in {files} and not torch_npu. Porting a GPU project "
+                  "to Ascend? Run with `--target npu` to check every file as NPU code.\n")
 
 
 def add_noqa(results: Sequence[FileResult]) -> int:

@@ -28,6 +28,9 @@ from .walker import Walker, trigger_lines
 PYTHON2_LINE_RE = re.compile(
     r"\s*(?:except\s+[\w.()]+\s*,\s*\w+\s*:|print\s+[^\s(=]|exec\s+[\"'\w]|raise\s+[\w.]+\s*,)")
 NPU_HINTS = ("torch_npu", "mindspore", "mindformers", "mindspeed", "hccl", "Npu", "npu'", 'npu"', "npu:", ".npu(")
+# FileResult note: NPU-context rules that could apply were skipped in a file that uses CUDA (a GPU
+# script not yet ported: `--target npu` checks it as NPU code).
+NPU_RULES_SKIPPED_FOR_CUDA = "npu-rules-skipped-cuda"
 
 
 @dataclass
@@ -35,6 +38,7 @@ class FileResult:
     path: str
     findings: List[Finding] = field(default_factory=list)
     source: Optional[SourceFile] = None
+    notes: Tuple[str, ...] = ()  # facts about the run on this file for the summary (see NPU_RULES_SKIPPED_FOR_CUDA)
 
 
 def error_finding(path: str, reason: str, line: int = 1, col: int = 1) -> Finding:
@@ -117,7 +121,7 @@ class Linter:
         result = FileResult(source.path, source=source)
         try:
             with _gc_paused():  # the tree dies (by refcount) inside: no cyclic GC pass over it
-                result.findings = self.check(source.text, source.path, tree)
+                result.findings, result.notes = self.check_file(source.text, source.path, tree)
         except SourceError as exc:
             result.findings = [error_finding(source.path, exc.reason, exc.line, exc.col)]
         return result
@@ -147,9 +151,14 @@ class Linter:
         `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own).
         With `ignore-noqa` set, no comment suppresses anything.
         """
+        return self.check_file(text, path, tree, line_noqa)[0]
+
+    def check_file(self, text: str, path: str, tree: Optional[ast.Module] = None,
+                   line_noqa: bool = True) -> Tuple[List[Finding], Tuple[str, ...]]:
+        """`check`, and the file's notes for the run's summary."""
         rules = self.rules_for(path)
         walked = [r for r in rules if r.pack != CORE_PACK]
-        found, skipped, lines = self._walk(walked, text, path, tree)
+        found, skipped, lines, notes = self._walk(walked, text, path, tree)
         if self.settings.ignore_noqa:
             findings = found
         else:
@@ -161,15 +170,12 @@ class Linter:
                 unused = noqa.unused_noqa(path, text, lines or [], found, ran, registered_codes())
                 findings += noqa.filter_findings(unused, lines if line_noqa else [], text)
         findings.sort(key=Finding.sort_key)
-        return _dedupe(findings)
+        return _dedupe(findings), notes
 
-    def _walk(self, rules: List[Type[Rule]], text: str, path: str,
-              tree: Optional[ast.Module]) -> Tuple[List[Finding], Set[str], Optional[List[str]]]:
-        """(findings before noqa, codes skipped for the file's context, the file's lines if split)."""
+    def _walk(self, rules: List[Type[Rule]], text: str, path: str, tree: Optional[ast.Module]
+              ) -> Tuple[List[Finding], Set[str], Optional[List[str]], Tuple[str, ...]]:
+        """(findings before noqa, codes skipped for the file's context, the file's lines if split, notes)."""
         skipped: Set[str] = set()  # rules silent here because of the file's context (NPU, migration)
-        if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
-            skipped.update(r.code for r in rules if r.npu_context)
-            rules = [r for r in rules if not r.npu_context]
         present: Dict[str, bool] = {}  # trigger -> occurs in the text (each text is scanned once)
 
         def occurs(trigger: str) -> bool:
@@ -178,10 +184,20 @@ class Linter:
                 found = present[trigger] = trigger in text
             return found
 
-        rules = [r for r in rules
-                 if any(occurs(t) for t in r.file_triggers or ("",)) and any(occurs(t) for t in r.triggers or ("",))]
+        def applies(rule: Type[Rule]) -> bool:
+            return (any(occurs(t) for t in rule.file_triggers or ("",))
+                    and any(occurs(t) for t in rule.triggers or ("",)))
+
+        notes: Tuple[str, ...] = ()
+        if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
+            gated = [r for r in rules if r.npu_context]
+            skipped.update(r.code for r in gated)
+            rules = [r for r in rules if not r.npu_context]
+            if "cuda" in text and any(applies(r) for r in gated):
+                notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
+        rules = [r for r in rules if applies(r)]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
-            return [], skipped, None
+            return [], skipped, None, notes
         if tree is None:
             with _gc_paused():
                 tree = parse(text, path)
@@ -190,10 +206,12 @@ class Linter:
         for rule in rules:
             if (rule.npu_context and not ctx.npu) or (rule.silent_when_auto_migrated and ctx.auto_migrated):
                 skipped.add(rule.code)
+                if rule.npu_context and not ctx.npu and "cuda" in text:
+                    notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
                 continue
             instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
         if not instances:
-            return [], skipped, None
+            return [], skipped, None, notes
         table: Dict[type, list] = {}
         triggers: List[str] = []
         prune = True
@@ -214,7 +232,7 @@ class Linter:
         except Exception as exc:  # a rule bug must not end the run: report it on this file
             raise SourceError(f"internal error in rule {_failing_rule(exc)} ({exc!r}); please report it") from None
         findings: List[Finding] = [f for inst in instances for f in inst.findings]
-        return findings, skipped, (ctx.lines if findings else None)
+        return findings, skipped, (ctx.lines if findings else None), notes
 
 
 _HANDLERS: Dict[type, List[Tuple[type, str]]] = {}
