@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rules = sub.add_parser("rules", help="list every rule")
     rules.add_argument("--output-format", choices=("text", "markdown", "json"), default="text")
+
+    sub.add_parser("server", help="run the language server (LSP over stdio; pip install 'ascend-lint[server]')")
     return parser
 
 
@@ -111,6 +113,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return run_rule(args)
         if args.command == "rules":
             return run_rules(args)
+        if args.command == "server":
+            return run_server()
         parser.print_help()
         return EXIT_ERROR
     except (ConfigError, RegistryError, UsageError) as exc:
@@ -159,6 +163,15 @@ def run_rules(args: argparse.Namespace) -> int:
         for r in rules:
             sys.stdout.write(f"{r.code:<7} {r.name:<{width}} {r.pack:<10} {status(r):<8} {fix_label(r)}\n")
     return EXIT_OK
+
+
+def run_server() -> int:
+    try:
+        from .server import main as serve
+    except ImportError as exc:
+        raise UsageError(f"the language server needs pygls ({exc.name or exc}): "
+                         "pip install 'ascend-lint[server]'") from None
+    return serve()
 
 
 # ----------------------------------------------------------------------------- check
