@@ -5,6 +5,7 @@ is compared with the original, so what a client gets is exactly what `--fix` wou
 """
 from __future__ import annotations
 
+import ast
 import difflib
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
@@ -31,13 +32,14 @@ class TextEdit:
                 "end_location": {"row": self.end_line, "column": self.end_col}}
 
 
-def fix_edits(text: str, finding: Finding) -> Optional[List[TextEdit]]:
-    """The edits of `finding`'s fix on `text`; None when the fix cannot be applied on its own."""
+def fix_edits(text: str, finding: Finding, tree: Optional[ast.Module] = None) -> Optional[List[TextEdit]]:
+    """The edits of `finding`'s fix on `text` (parsed: `tree`, to parse it once for many findings);
+    None when the fix cannot be applied on its own."""
     if finding.fix is None:
         return None
     from .fixer import apply_alone  # libcst is imported only when a fix is structural
 
-    fixed = apply_alone(text, finding)
+    fixed = apply_alone(text, finding, tree)
     return None if fixed is None else diff_edits(text, fixed)
 
 

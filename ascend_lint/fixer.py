@@ -25,7 +25,7 @@ import stat
 import sys
 import textwrap
 import warnings
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -183,10 +183,11 @@ def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, 
     return FileFix(current, applied, current_findings, warnings)
 
 
-def apply_alone(text: str, finding: Finding) -> Optional[str]:
-    """`text` with only `finding`'s fix applied (whatever its applicability); None if it cannot be."""
+def apply_alone(text: str, finding: Finding, tree: Optional[ast.Module] = None) -> Optional[str]:
+    """`text` (parsed: `tree`) with only `finding`'s fix applied, whatever its applicability; None if
+    it cannot be applied."""
     try:
-        attempt = _apply_once(text, [finding])
+        attempt = _apply_once(text, [finding], tree)
         if not attempt.applied:
             return None
         parse(attempt.text, "<fix>")
@@ -713,13 +714,8 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
             raise LookupError("its target is not inside one statement")
         if i not in chunks:
             chunk = chunks[i] = _Chunk(bounds[i][0], bounds[i][1])
-            try:
-                module = cst.parse_module("".join(lines[chunk.first - 1:chunk.last]))
-            except Exception as exc:
-                message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                chunk.error = f"libcst could not parse the statement at line {chunk.first}: {message}"
-            else:
-                chunk.resolver = _Resolver(cst, MetadataWrapper(module, unsafe_skip_copy=True), chunk.first - 1)
+            chunk.resolver, chunk.error = _chunk_resolver(
+                cst, MetadataWrapper, "".join(lines[chunk.first - 1:chunk.last]), chunk.first)
         chunk = chunks[i]
         if chunk.resolver is None:
             raise LookupError(chunk.error)
@@ -820,6 +816,30 @@ def _apply_text_edits(text: str, findings: Sequence[Finding]) -> Tuple[str, List
         body = body[:e.span.col] + e.text + body[e.span.end_col:]
         lines[e.span.line - 1] = body + line[len(line.rstrip("\r\n")):]
     return "".join(lines), applied, structural
+
+
+_RESOLVERS: "OrderedDict[Tuple[str, int], Tuple[Optional[_Resolver], str]]" = OrderedDict()
+RESOLVER_CACHE = 4  # chunks kept parsed: fixes applied one at a time (json edits, editors) reuse them
+
+
+def _chunk_resolver(cst: Any, wrapper: Any, source: str, first: int) -> Tuple[Optional[_Resolver], str]:
+    """(resolver, error) for the chunk `source` starting at line `first`; a resolver is read-only,
+    so the last few are kept: the libcst parse and its positions are most of a fix's cost."""
+    key = (source, first)
+    if key in _RESOLVERS:
+        _RESOLVERS.move_to_end(key)
+        return _RESOLVERS[key]
+    try:
+        module = cst.parse_module(source)
+        found: Tuple[Optional[_Resolver], str] = (
+            _Resolver(cst, wrapper(module, unsafe_skip_copy=True), first - 1), "")
+    except Exception as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        found = (None, f"libcst could not parse the statement at line {first}: {message}")
+    _RESOLVERS[key] = found
+    while len(_RESOLVERS) > RESOLVER_CACHE:
+        _RESOLVERS.popitem(last=False)
+    return found
 
 
 def _import_line(tree: ast.Module) -> int:
