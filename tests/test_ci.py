@@ -133,3 +133,19 @@ def test_measured_precision_matches_docs():
              for m in re.findall(r"^\| (ASC\d+) \| (\d+) \| (\d+) \| \d+ \|$", text, re.M)}
     measured = {r.code: r.docs.measured for r in REGISTRY.sorted_rules() if r.docs.measured is not None}
     assert measured == table
+
+
+@pytest.mark.parametrize("fmt", ["json", "json-lines"])
+def test_json_formats_take_any_file_name(fmt):
+    """Lone surrogates (not from undecodable bytes) and surrogate escapes both become U+FFFD."""
+    import io
+
+    from ascend_lint.reporters import get_reporter
+
+    findings = [Finding(name, 1, 1, 1, 2, "ASC101", "contiguous-after-view", "m") for name in ("\ud800", "a\udcffb.py")]
+    out = io.StringIO()
+    get_reporter(fmt)(Report(findings, REGISTRY.rules), out)
+    text = out.getvalue()
+    text.encode("utf-8")
+    rows = json.loads(text) if fmt == "json" else [json.loads(line) for line in text.splitlines()]
+    assert [r["filename"] for r in rows] == ["\ufffd", "a\ufffdb.py"]

@@ -10,7 +10,8 @@ from ..edits import fix_edits
 from ..engine import parse
 from ..fileio import SourceError
 from ..rule import Finding
-from . import Report, display_path
+from . import Report
+from ._util import text
 
 
 class Texts:
@@ -36,12 +37,12 @@ class Texts:
 def record(finding: Finding, report: Report, texts: Optional[Texts] = None) -> Dict[str, Any]:
     """One finding as ruff's JSON object: `fix.edits` hold ranges and replacement text."""
     row = finding.to_dict()
-    row["filename"] = display_path(finding.path)
+    row["filename"] = text(finding.path)  # valid Unicode whatever the file name's bytes
     row["noqa_row"] = finding.line
     row["url"] = rule_url(finding.code, finding.name)
     if row["fix"] is not None:
-        text, tree = (texts or Texts(report)).get(finding.path)
-        edits = fix_edits(text, finding, tree) if text is not None else None
+        source, tree = (texts or Texts(report)).get(finding.path)
+        edits = fix_edits(source, finding, tree) if source is not None else None
         row["fix"]["edits"] = [e.to_dict() for e in edits or ()]
     return row
 
