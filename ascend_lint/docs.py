@@ -5,6 +5,7 @@ import textwrap
 from typing import Iterable, List, Type
 
 from .rule import Rule
+from .training_code import NOT_TRAINING_CODE
 
 HEADER = """# Rules
 
@@ -31,7 +32,7 @@ def sections(rule: Type[Rule]) -> List[tuple]:
     out = [
         ("What it does", d.what, False),
         ("Why is this bad on Ascend?", d.why, False),
-        ("Known problems", d.known_problems, False),
+        ("Known problems", _known_problems(rule), False),
         ("Example", d.example, True),
         ("Use instead", d.use_instead, True),
         ("Fix safety", d.fix_safety, False),
@@ -39,6 +40,14 @@ def sections(rule: Type[Rule]) -> List[tuple]:
         ("References", d.source, False),
     ]
     return [(t, textwrap.dedent(b).strip("\n"), c) for t, b, c in out if b and b.strip()]
+
+
+def _known_problems(rule: Type[Rule]) -> str:
+    """The rule's own known problems, then the one shared note on code that is not training code."""
+    own = textwrap.dedent(rule.docs.known_problems or "").strip()
+    if not rule.training_code_only:
+        return own
+    return f"{own} {NOT_TRAINING_CODE}" if own else NOT_TRAINING_CODE
 
 
 def _flags(rule: Type[Rule]) -> str:

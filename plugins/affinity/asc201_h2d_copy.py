@@ -42,8 +42,8 @@ class HostToDeviceCopyInForward(Rule):
             "`index.to('npu')` in `forward` was removed by registering the index tensors as module buffers "
             "(`register_buffer`), which `model.to(device)` moves once.",
         known_problems="Tensors whose data depend on the method's inputs are not reported (the copy is then "
-                       "part of the computation), nor tensors cached under a condition (`if self.idx is None:`) "
-                       "or code in tests (`test_*.py`, functions named `test*`/`bench*`). MindSpore in GRAPH_MODE (or under `@jit`) folds a `Tensor(...)` "
+                       "part of the computation), nor tensors cached under a condition (`if self.idx is None:`). "
+                       "MindSpore in GRAPH_MODE (or under `@jit`) folds a `Tensor(...)` "
                        "of constants at compile time, so there the finding costs little; in PyNative mode (the "
                        "default of `mindspore.set_context` since 2.x; GRAPH_MODE was the 1.x default) every "
                        "call builds it on the host and copies it.",
@@ -161,7 +161,7 @@ class HostToDeviceCopyInForward(Rule):
     # ------------------------------------------------------------------ detection
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
-        if not ctx.in_hot_method() or id(node) in self._reported or ctx.in_test_code():
+        if not ctx.in_hot_method() or id(node) in self._reported:
             return
         method = method_name(node)
         if method in MOVES and self._moves_to_device(node):

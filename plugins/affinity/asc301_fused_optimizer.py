@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -60,16 +59,6 @@ def _group_params(group: ast.Dict) -> Optional[ast.expr]:
     return None
 
 
-def in_test_code(ctx) -> bool:
-    """A test module (`test_*.py`, `*_test.py`) or a `test*` function / `Test*` class: tests exercise the
-    reference torch classes on purpose."""
-    base = os.path.basename(ctx.path)
-    if base.startswith("test_") or base.endswith("_test.py"):
-        return True
-    return any((s.kind == "function" and s.name.startswith("test")) or (s.kind == "class" and s.name.startswith("Test"))
-               for s in ctx.scopes)
-
-
 def imported_fused(ctx) -> List[str]:
     """Fused optimizer classes the file imports by name (`from torch_npu.optim import NpuFusedSGD as F`)."""
     return sorted(q for q in ctx.aliases.values() if is_fused_optimizer(q))
@@ -105,8 +94,7 @@ class FusedOptimizerAvailable(Rule):
         known_problems="Not flagged where the file also constructs a fused implementation of the same algorithm "
                        "(an explicit `if fused: NpuFusedAdam(...) else: torch.optim.Adam(...)` choice, or a "
                        "project's own `...FusedAdamW`), nor for a throwaway optimizer over fresh tensors that only "
-                       "drives an LR scheduler, nor in test code (`test_*.py`, `test*` functions, `Test*` classes), which "
-                       "uses the reference torch class on purpose. On Atlas "
+                       "drives an LR scheduler. On Atlas "
                        "A2/A3 recent torch_npu already runs `torch.optim` with the foreach implementation, so "
                        "the gain is smaller there. The fused classes accept fp32/fp16 parameters only (not "
                        "bf16), and `zero_grad(set_to_none=True)` raises on them (see ASC307).",
@@ -190,7 +178,7 @@ class FusedOptimizerAvailable(Rule):
             self._fused_seen.add(last.rsplit("Fused", 1)[-1])
             return
         torch_name = torch_optimizer(qual)
-        if torch_name is not None and not self._dummy(node) and not in_test_code(self.ctx):
+        if torch_name is not None and not self._dummy(node):
             self._candidates.append((node, torch_name))
 
     def _dummy(self, node: ast.Call) -> bool:
