@@ -3,6 +3,7 @@ generated docs section. Synthetic findings only: the harness itself never fetche
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 
@@ -105,3 +106,24 @@ def test_the_corpus_list_names_tuning_and_held_out_repositories():
     repos = precision.read_corpus()
     assert {r.role for r in repos} == {"tuning", "held-out"}
     assert all(r.commit != "-" for r in repos if r.role == "tuning")
+
+
+def test_rules_show_held_out_precision_only(tmp_path, monkeypatch):
+    from ascend_lint import docs
+    from conftest import REGISTRY
+
+    rule = REGISTRY.get("ASC101")
+    figures = {"findings": 120, "judged": 40, "shares": {"TRUE": 0.6, "FALSE": 0.05, "DEBATABLE": 0.35}}
+    data = tmp_path / "precision.json"
+    data.write_text('{"roles": {"tuning": {"rules": {"ASC101": %s}}}}' % json.dumps(figures))
+    monkeypatch.setattr(docs, "PRECISION_DATA", str(data))
+    docs._measurements.cache_clear()
+    try:
+        assert docs.precision_label(rule) == "not measured"  # tuning figures are never shown
+        data.write_text('{"roles": {"held-out": {"rules": {"ASC101": %s}}}}' % json.dumps(figures))
+        docs._measurements.cache_clear()
+        assert docs.precision_label(rule) == "60 % TRUE, 95 % TRUE or DEBATABLE (40 judged of 120)"
+        assert "precision: 60 % TRUE" in docs.rule_text(rule)
+        assert docs.precision_label(REGISTRY.get("ASC201")) == "not measured"
+    finally:
+        docs._measurements.cache_clear()
