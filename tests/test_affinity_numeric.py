@@ -98,7 +98,7 @@ TORCH_NPU_CLASSIFIER = '''
             fp32 = x.float()
             aux = fp32 @ self.aux.weight.t()  # expect: ASC402
             with torch.npu.amp.autocast(enabled=False):
-                sim = torch.mm(x, x.t())  # expect: ASC402
+                sim = torch.mm(x.float(), x.t())
             loss = F.cross_entropy(logits, target.clamp(min=0), reduction="none")
             loss[target == ignore_index] = 0.0  # expect: ASC404
             valid = target != ignore_index
