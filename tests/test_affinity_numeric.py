@@ -260,7 +260,21 @@ def test_asc404_mindspore_construct_and_message():
     """
     findings = lint(src, select=["ASC404"])
     assert [f.line for f in findings] == [7, 8]
-    assert "`construct`" in findings[0].message and "ops.select" in findings[0].message
+    assert "`construct`" in findings[0].message and "ops.masked_fill" in findings[0].message
+    assert "ops.select" in findings[1].message
+
+
+def test_asc404_store_advice_depends_on_the_value():
+    """`x *= ~mask` only writes zeros: other values get masked_fill / torch.where advice."""
+    def message(stmt):
+        src = f"import torch\nclass M(torch.nn.Module):\n    def forward(self, x, v):\n        {stmt}\n        return x\n"
+        (f,) = lint(src, select=["ASC404"])
+        return f.message
+    assert "`x *= ~mask`" in message("x[x < 0] = 0")
+    for stmt in ("x[x < 0] = -1.0", "x[x.isnan()] = float('-inf')"):
+        assert "`x *= ~mask`" not in message(stmt) and "masked_fill_(mask, v)" in message(stmt)
+    assert "`x *= ~mask`" not in message("x[x < 0] = v") and "torch.where(mask, values, x)" in message("x[x < 0] = v")
+    assert "`x += v * mask`" in message("x[x < 0] += 1")
 
 
 def test_asc404_only_in_hot_methods():

@@ -152,7 +152,9 @@ def test_decoder_messages_carry_the_fused_call():
     assert "torch_npu.npu_rms_norm(hidden_states, weight, epsilon=self.variance_epsilon)[0]" in by_code["ASC701"]
     assert "torch_npu.npu_rotary_mul(q, cos, sin)" in by_code["ASC702"] or \
         "torch_npu.npu_rotary_mul(k, cos, sin)" in by_code["ASC702"]
-    assert "merge `self.gate_proj` and `self.up_proj`" in by_code["ASC703"] or "npu_swiglu(y" in by_code["ASC703"]
+    # `y` was rebound to the chunk tuple: the message names the tensor it held before
+    assert "merge `self.gate_proj` and `self.up_proj`" in by_code["ASC703"] or \
+        "npu_swiglu(self.gate_up(x), dim=-1)" in by_code["ASC703"]
     assert "torch_npu.npu_fusion_attention(query_states, key_states, value_states, head_num, 'BNSD'" \
         in by_code["ASC704"]
     assert "torch_npu.npu_geglu(self.proj(hidden_states), dim=-1, approximate=1)[0]" in by_code["ASC705"]
@@ -419,3 +421,19 @@ def test_eager_attention_as_fallback_of_a_fused_path_is_silent(marker):
                   "    w = F.softmax(w, dim=-1)\n    return torch.matmul(w, v)\n")
     assert len(found(src, "ASC704")) == 1
     assert found(src + marker + "\n", "ASC704") == []
+
+
+def test_messages_never_quote_a_cut_expression():
+    src = HEAD + ("def norm(self, eps):\n"
+                  "    h = self.layers[self.current_layer_index].attention.output_projection(self.cached_states)\n"
+                  "    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n")
+    (f,) = found(src, "ASC701")
+    assert "npu_rms_norm(h, weight, epsilon=eps)" in f.message and "..." not in f.message
+    src = HEAD + ("def mlp(self, x):\n    x = self.w12(x)\n    x = x.chunk(2, dim=-1)\n"
+                  "    return F.silu(x[0]) * x[1]\n")
+    (f,) = found(src, "ASC703")
+    assert "npu_swiglu(self.w12(x), dim=-1)" in f.message
+    src = HEAD + ("def mlp(self, x):\n    x = self.projections_for_the_gated_linear_unit_of_this_block(x)\n"
+                  "    x = x.chunk(2, dim=-1)\n    return F.silu(x[0]) * x[1]\n")
+    (f,) = found(src, "ASC703")
+    assert "npu_swiglu(gate_up, dim=-1)" in f.message and "..." not in f.message

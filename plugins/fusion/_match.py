@@ -293,11 +293,24 @@ def halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) ->
     return None
 
 
-def src(ctx: FileContext, node: ast.AST, limit: int = 40) -> str:
-    """Short source text of `node` for messages."""
+def src(ctx: FileContext, node: ast.AST, placeholder: str, limit: int = 40) -> str:
+    """Source text of `node` for messages, or `placeholder` when it is too long to quote whole (a
+    message never shows an expression cut in the middle)."""
     text = ast.get_source_segment(ctx.text, node) or ast.unparse(node)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= limit else placeholder
+
+
+def src_at(ctx: FileContext, node: ast.AST, at: ast.AST, placeholder: str) -> str:
+    """Like `src`, for a tensor named where the match starts but quoted in a message about `at`: a name
+    rebound in between (`x = x.chunk(2, -1)` makes `x` the tuple) is replaced by the value it held."""
+    if isinstance(node, ast.Name):
+        then, now = ctx.binding_before(node.id, node), ctx.binding_before(node.id, at)
+        if then is not now:
+            if then is not None and then.value is not None and then.index is None:
+                return src(ctx, then.value, placeholder)
+            return placeholder
+    return src(ctx, node, placeholder)
 
 
 # ------------------------------------------------------------------------------------ gated units

@@ -102,8 +102,8 @@ class HandwrittenRotaryEmbedding(FusionRule):
             match = self._match(look, plain, rotated)
             if match is not None:
                 x, cos, sin = match
-                self.candidate(node, self.message.format(x=src(self.ctx, x), cos=src(self.ctx, cos),
-                                                         sin=src(self.ctx, sin)))
+                self.candidate(node, self.message.format(x=src(self.ctx, x, "x"), cos=src(self.ctx, cos, "cos"),
+                                                         sin=src(self.ctx, sin, "sin")))
                 return
 
     def _match(self, look: Lookup, plain: ast.expr, rotated: ast.expr) -> Optional[Tuple[ast.expr, ast.expr, ast.expr]]:

@@ -125,8 +125,8 @@ class HandwrittenAttention(FusionRule):
         if qk is None:
             return
         q, k = qk
-        self.candidate(node, self.message.format(q=src(self.ctx, q, 20), k=src(self.ctx, k, 20),
-                                                 v=src(self.ctx, value, 20)))
+        self.candidate(node, self.message.format(q=src(self.ctx, q, "q", 20), k=src(self.ctx, k, "k", 20),
+                                                 v=src(self.ctx, value, "v", 20)))
 
     def _softmax_input(self, look: Lookup, node: ast.expr) -> Optional[ast.expr]:
         """S for `softmax(S, dim=-1)` in its spellings, looking through dropout and casts."""
