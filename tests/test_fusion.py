@@ -285,9 +285,14 @@ def test_asc702_tuple_unpack_of_two_names_is_not_two_halves():
     # rotate without the negation
     "def rot(x):\n    x1, x2 = x.chunk(2, dim=-1)\n    return torch.cat((x2, x1), dim=-1)\n"
     "def rope(q, cos, sin):\n    return q * cos + rot(q) * sin\n",
-    # interleaved halves are a different layout (not matched)
-    "def rot(x):\n    x1 = x[..., ::2]\n    x2 = x[..., 1::2]\n    return torch.stack((-x2, x1), dim=-1).flatten(-2)\n"
+    # interleaved pairs without the negation, or not flattened back
+    "def rot(x):\n    x1 = x[..., ::2]\n    x2 = x[..., 1::2]\n    return torch.stack((x2, x1), dim=-1).flatten(-2)\n"
     "def rope(q, cos, sin):\n    return q * cos + rot(q) * sin\n",
+    "def rot(x):\n    return torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1)\n"
+    "def rope(q, cos, sin):\n    return q * cos + rot(q) * sin\n",
+    # pairs of different tensors
+    "def rot(x, y):\n    return torch.stack((-y[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)\n"
+    "def rope(q, cos, sin):\n    return q * cos + rot(q, q) * sin\n",
     # mismatched tensors
     "def rotate_half(x):\n    x1, x2 = x.chunk(2, dim=-1)\n    return torch.cat((-x2, x1), dim=-1)\n"
     "def rope(q, k, cos, sin):\n    return k * cos + rotate_half(q) * sin\n",
@@ -437,3 +442,29 @@ def test_messages_never_quote_a_cut_expression():
                   "    x = x.chunk(2, dim=-1)\n    return F.silu(x[0]) * x[1]\n")
     (f,) = found(src, "ASC703")
     assert "npu_swiglu(gate_up, dim=-1)" in f.message and "..." not in f.message
+
+
+@pytest.mark.parametrize("body", [
+    # GPT-J's rotate_every_two
+    "def rotate_every_two(x):\n    x1 = x[:, :, :, ::2]\n    x2 = x[:, :, :, 1::2]\n"
+    "    x = torch.stack((-x2, x1), axis=-1)\n    return x.flatten(-2)\n"
+    "def rope(x, cos, sin):\n    return (x * cos) + (rotate_every_two(x) * sin)\n",
+    # written inline, reshaped back
+    "def rope(qw, cos, sin):\n    qw2 = torch.stack([-qw[..., 1::2], qw[..., ::2]], dim=-1).reshape_as(qw)\n"
+    "    return qw * cos + qw2 * sin\n",
+    # einops
+    "from einops import rearrange\ndef rot(x):\n    x1, x2 = x[..., ::2], x[..., 1::2]\n"
+    "    return rearrange(torch.stack((-x2, x1), dim=-1), '... d j -> ... (d j)')\n"
+    "def rope(t, cos, sin):\n    return t * cos + rot(t) * sin\n",
+])
+def test_asc702_interleaved_rope(body):
+    (f,) = found(HEAD + body, "ASC702")
+    assert "rotary_mode='interleave'" in f.message and "slice/neg/stack" in f.message
+    assert "Atlas A2/A3" in f.message
+
+
+def test_asc702_rotate_half_message_has_no_mode():
+    src = HEAD + ("def rotate_half(x):\n    x1, x2 = x.chunk(2, dim=-1)\n    return torch.cat((-x2, x1), dim=-1)\n"
+                  "def rope(q, cos, sin):\n    return q * cos + rotate_half(q) * sin\n")
+    (f,) = found(src, "ASC702")
+    assert "npu_rotary_mul(q, cos, sin)`" in f.message and "rotary_mode" not in f.message
