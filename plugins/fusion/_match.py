@@ -23,6 +23,7 @@ class FusionRule(Rule):
     file already uses one of `fused_ops` (then the hand-written block is its explicit fallback)."""
 
     npu_context = True
+    frameworks: ClassVar[Tuple[str, ...]] = ("torch",)  # the fused ops are torch_npu's unless a rule says more
     fused_ops: ClassVar[FrozenSet[str]] = frozenset()  # names of the fused op(s)
     fused_markers: ClassVar[Tuple[str, ...]] = ()  # substrings that name a fused op family (flash_attn...)
 
@@ -49,7 +50,7 @@ class FusionRule(Rule):
     def candidate(self, node: ast.AST, message: str) -> None:
         """Queue a finding: torch code only (the fused ops are torch_npu's), and not in test files, where a
         hand-written block is the reference the fused op is checked against."""
-        if self.ctx.imports("torch") and not _test_file(self.ctx.path):
+        if any(self.ctx.imports(f) for f in self.frameworks) and not _test_file(self.ctx.path):
             self._pending.append((node, message))
 
     def end_file(self) -> None:
