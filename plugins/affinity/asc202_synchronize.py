@@ -19,13 +19,16 @@ STREAM_FACTORIES = frozenset(
     for name in ("current_stream", "default_stream", "Stream", "Event", "ExternalStream")
 ) | {"torch.Event", "torch.Stream", "torch.accelerator.current_stream"}
 RECEIVER_WORDS = ("stream", "event")
+STEP_REMEDY = "remove it, or run it only every N steps (`if step % N == 0:`)"
+# A forward/construct runs on every step: "every N steps" does not apply there.
+HOT_REMEDY = ("remove it; to order work between streams, make the consuming stream wait on an event "
+              "(`event.record()` then `torch.npu.current_stream().wait_event(event)`), which does not block the host")
 
 
 class SynchronizeInHotPath(Rule):
     code = "ASC202"
     name = "synchronize-in-hot-path"
-    message = ("`{call}` in {where} drains the device queue on every call: remove it, or run it only "
-               "every N steps (`if step % N == 0:`)")
+    message = "`{call}` in {where} drains the device queue on every call: {remedy}"
     fix_applicability = Applicability.UNSAFE
     triggers = ("synchronize",)
     docs = Docs(
@@ -43,7 +46,10 @@ class SynchronizeInHotPath(Rule):
         known_problems="A synchronize that a model needs for correctness (the ShuffleNetV2 tuning kept one "
                        "because removing it broke convergence) is reported too: keep it with "
                        "`# noqa: ASC202`. Streams and events are recognised by their constructor or by a "
-                       "receiver name containing `stream` or `event`.",
+                       "receiver name containing `stream` or `event`. In `forward`/`construct`, which "
+                       "run on every step, the advice is to remove the call or, where it orders work between "
+                       "streams, to make the consuming stream wait on an event (`wait_event`), which does not "
+                       "block the host; \"every N steps\" is the advice only for the step loop.",
         example="""
             for step, (images, target) in enumerate(loader):
                 loss = criterion(model(images), target)
@@ -140,9 +146,9 @@ class SynchronizeInHotPath(Rule):
         ctx = self.ctx
         hot = ctx.hot_method()
         if hot is not None:
-            where = f"`{hot.name}`"
+            where, remedy = f"`{hot.name}`", HOT_REMEDY
         elif ctx.in_step_loop(called_only=True):
-            where = "the training step loop"
+            where, remedy = "the training step loop", STEP_REMEDY
         else:
             return
         if ctx.guarded():
@@ -152,7 +158,7 @@ class SynchronizeInHotPath(Rule):
         if isinstance(parent, ast.Expr) and parent.value is node:
             fix = Fix(Applicability.UNSAFE, "Remove the synchronize call",
                       (Edit("remove_statement", ctx.span(parent)),))
-        self.report(node, call=label, where=where, fix=fix)
+        self.report(node, call=label, where=where, remedy=remedy, fix=fix)
 
     def _sync_label(self, call: ast.Call) -> Optional[str]:
         """How to name the call in the message if it is a synchronize, else None."""
@@ -165,8 +171,17 @@ class SynchronizeInHotPath(Rule):
         receiver = func.value
         resolved = self.ctx.resolve(receiver)
         if isinstance(resolved, ast.Call) and self.ctx.call_name(resolved) in STREAM_FACTORIES:
-            return f"{ast.unparse(receiver)}.synchronize()"
+            return f"{_short(receiver)}.synchronize()"
         name = receiver_name(receiver).lower()
         if any(word in name for word in RECEIVER_WORDS):
-            return f"{ast.unparse(receiver)}.synchronize()"
+            return f"{_short(receiver)}.synchronize()"
         return None
+
+
+def _short(receiver: ast.expr) -> str:
+    """The receiver as written when short, else its last name (`<...>.stream`): never cut mid-expression."""
+    text = ast.unparse(receiver)
+    if len(text) <= 40:
+        return text
+    name = receiver_name(receiver)
+    return f"<...>.{name}" if name else "<stream>"
