@@ -14,7 +14,8 @@ from .docs import fix_label, measured, precision_label, rule_text, rules_markdow
 from .engine import FileResult, Linter, error_finding, sorted_findings, summarize
 from .fileio import split_lines
 from .registry import Registry, RegistryError, load_registry, print_warnings, select_rules
-from .reporters import FORMATS, Report, display_path, get_reporter
+from .reporters import FORMATS, Report, get_reporter
+from .sanitize import sanitize, sanitize_lines
 from .rule import Applicability, Finding
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -97,7 +98,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return EXIT_ERROR
     except (ConfigError, RegistryError, UsageError) as exc:
-        print(f"ascend-lint: error: {exc}", file=sys.stderr)
+        print(f"ascend-lint: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("ascend-lint: interrupted", file=sys.stderr)
@@ -106,7 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_ERROR
     except Exception:  # never a bare traceback: say what happened and how to report it
         print("ascend-lint: internal error (please report it with this output):", file=sys.stderr)
-        traceback.print_exc()
+        sys.stderr.write(sanitize_lines(traceback.format_exc()))
         return EXIT_ERROR
 
 
@@ -121,7 +122,7 @@ def run_rule(args: argparse.Namespace) -> int:
     rule = _registry().get(args.code)
     if rule is None:
         raise UsageError(f"unknown rule {args.code!r} (see 'ascend-lint rules')")
-    sys.stdout.write(rule_text(rule))
+    sys.stdout.write(sanitize_lines(rule_text(rule)))  # third-party packs' docs are untrusted text
     return EXIT_OK
 
 
@@ -217,7 +218,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) -> int:
-    raw = sys.stdin.buffer.read()
+    raw = sys.stdin.buffer.read(settings.max_file_size + 1)  # more than the cap: `file too large`
     path = args.stdin_filename or "-"
     result = linter.lint_bytes(raw, path)
     fixed = 0
@@ -228,6 +229,10 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) ->
         if isinstance(output, bytes):  # the fixed source, in the input's own encoding and newlines
             sys.stdout.flush()
             sys.stdout.buffer.write(output)
+            if len(raw) > settings.max_file_size:  # too large to lint: pass the rest through unchanged
+                import shutil
+
+                shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
             sys.stdout.buffer.flush()
         else:
             sys.stdout.write(output)
@@ -269,7 +274,7 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
 
 def write_statistics(findings: Sequence[Finding], out: TextIO) -> None:
     for code, name, count, fixable in summarize(findings):
-        out.write(f"{count:>5}\t{code}\t{'[*] ' if fixable else ''}{name}\n")
+        out.write(f"{count:>5}\t{sanitize(code)}\t{'[*] ' if fixable else ''}{sanitize(name)}\n")
 
 
 def write_summary(findings: Sequence[Finding], fixed: int, settings: Settings, out: TextIO) -> None:
@@ -293,8 +298,9 @@ def write_summary(findings: Sequence[Finding], fixed: int, settings: Settings, o
 
 
 def add_noqa(results: Sequence[FileResult]) -> int:
+    """Append `# noqa: CODES` to every reported line; written under the same policy as `--fix`."""
     from .engine import parse
-    from .fileio import SourceError, write_atomic
+    from .fileio import SourceError, write_source
     from .noqa import add_noqa_to_lines
 
     total = 0
@@ -309,13 +315,17 @@ def add_noqa(results: Sequence[FileResult]) -> int:
         for index, text in changed.items():
             lines[index] = text
         new_text = "".join(lines)
+        name = sanitize(source.path)
         try:
             parse(new_text, source.path)
-        except SourceError:
-            print(f"warning: {display_path(source.path)}: adding noqa comments would break the file; skipped",
-                  file=sys.stderr)
+            data = source.encode(new_text)
+        except (SourceError, UnicodeEncodeError):
+            print(f"warning: {name}: adding noqa comments would break the file; skipped", file=sys.stderr)
             continue
-        write_atomic(source.path, source.encode(new_text))
+        problem = write_source(source, data, what="noqa comments")
+        if problem:
+            print(f"warning: {name}: {problem}", file=sys.stderr)
+            continue
         total += sum(1 for f in result.findings if f.line - 1 in changed)
     print(f"Added {total} noqa directive{'s' if total != 1 else ''}.", file=sys.stderr)
     return EXIT_OK

@@ -17,7 +17,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
 from . import noqa
 from .config import Settings
-from .fileio import SourceError, SourceFile, decode_source, read_source
+from .fileio import SourceError, SourceFile, check_size, decode_source, read_source
 from .registry import PARSE_ERROR_CODE, code_matches
 from .rule import Finding, Rule, Severity
 from .semantic import FileContext, project_relative
@@ -101,13 +101,14 @@ class Linter:
     # --------------------------------------------------------------- entry points
     def lint_path(self, path: str) -> FileResult:
         try:
-            source = read_source(path)
+            source = read_source(path, self.settings.max_file_size)
         except SourceError as exc:
             return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])
         return self.lint_source(source)
 
     def lint_bytes(self, raw: bytes, path: str) -> FileResult:
         try:
+            check_size(raw, self.settings.max_file_size)
             text, encoding = decode_source(raw)
         except SourceError as exc:
             return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])

@@ -6,7 +6,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type
 
-from .config import ConfigError, Settings
+from .config import ConfigError, Settings, describe
+from .sanitize import sanitize
 from .rule import Rule
 
 ENTRY_POINT_GROUP = "ascend_lint.plugins"
@@ -101,7 +102,7 @@ def _validate_selectors(selectors: Sequence[str], registry: Registry, what: str)
         if sel == "ALL":
             sel = ""
         elif not any(code.startswith(sel) for code in registry.rules) and sel != PARSE_ERROR_CODE:
-            raise ConfigError(f"unknown rule selector {raw!r} in {what}")
+            raise ConfigError(f"unknown rule selector {describe(raw)} in {what}")
         out.append(sel)
     return out
 
@@ -132,15 +133,15 @@ def validate_rule_options(registry: Registry, settings: Settings) -> None:
     for code, opts in settings.rule_options.items():
         rule = registry.rules.get(code)
         if rule is None:
-            raise ConfigError(f"{where}: unknown rule code {code!r} under 'rules'")
+            raise ConfigError(f"{where}: unknown rule code {describe(code)} under 'rules'")
         for key, value in opts.items():
             if key not in rule.options:
                 known = ", ".join(sorted(rule.options)) or "none"
-                raise ConfigError(f"{where}: rule {code} has no option {key!r} (options: {known})")
+                raise ConfigError(f"{where}: rule {code} has no option {describe(key)} (options: {known})")
             default = rule.options[key]
             if type(value) is not type(default) and not (isinstance(default, float) and type(value) is int):
                 raise ConfigError(
-                    f"{where}: option {key!r} of {code} must be {type(default).__name__}, got {value!r}"
+                    f"{where}: option {key!r} of {code} must be {type(default).__name__}, got {describe(value)}"
                 )
 
 
@@ -150,4 +151,4 @@ def code_matches(code: str, selectors: Iterable[str]) -> bool:
 
 def print_warnings(messages: Iterable[str]) -> None:
     for msg in messages:
-        print(f"warning: {msg}", file=sys.stderr)
+        print(f"warning: {sanitize(msg)}", file=sys.stderr)
