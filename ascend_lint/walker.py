@@ -45,31 +45,6 @@ LEAF_TYPES = frozenset(
 )
 
 
-def trigger_lines(text: str, triggers: Sequence[str]) -> Optional[List[int]]:
-    """Sorted line numbers holding a trigger text; None disables statement pruning."""
-    if not triggers:
-        return None
-    if "\r" in text:  # CRLF and lone CR end lines too: count them as "\n" (line numbers are kept)
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    find = text.find
-    count = text.count
-    lines = set()
-    add = lines.add
-    for trig in triggers:
-        pos = find(trig)
-        line, counted = 1, 0  # `line` is the number of the line holding text[counted]
-        while pos != -1:
-            line += count("\n", counted, pos)
-            add(line)
-            end = find("\n", pos)  # one hit per line is enough: go on after this line
-            if end == -1:
-                break
-            line += 1
-            counted = end + 1
-            pos = find(trig, counted)
-    return sorted(lines)
-
-
 class Walker:
     def __init__(self, ctx: FileContext, table: Dict[Type[ast.AST], List[Handler]],
                  hit_lines: Optional[List[int]]) -> None:
