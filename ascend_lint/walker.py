@@ -152,9 +152,38 @@ class Walker:
         ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
         ctx.enter_function(node)
         ctx.stack.append(node)
-        self.stmts(node.body)
+        body = node.body
+        if self.hit_lines is not None and not self.hit(body[0].lineno, node.end_lineno or node.lineno):
+            self.record_only(body)  # no trigger in the whole body: nothing there for a handler
+        else:
+            self.stmts(body)
         ctx.stack.pop()
         ctx.scopes.pop()
+
+    def record_only(self, body: List[ast.stmt]) -> None:
+        """Walk a body that holds no trigger, keeping only what outlives it: imports, `self.X = ...`
+        attributes of the enclosing class, and nested classes (their kinds)."""
+        ctx = self.ctx
+        for stmt in body:
+            cls = stmt.__class__
+            if cls is ast.Assign:
+                for target in stmt.targets:
+                    if target.__class__ is ast.Attribute:
+                        ctx.bind_target(target, stmt.value, stmt)
+            elif cls is ast.AnnAssign:
+                if stmt.target.__class__ is ast.Attribute:
+                    ctx.bind_target(stmt.target, stmt.value, stmt)
+            elif cls is ast.Import or cls is ast.ImportFrom:
+                ctx.record_import(stmt)
+            elif cls is ast.ClassDef:
+                self.class_def(stmt)
+            elif cls in _COMPOUND:
+                for name in _BODIES:
+                    inner = getattr(stmt, name, None)
+                    if inner:
+                        self.record_only(inner)
+                for part in getattr(stmt, "handlers", None) or getattr(stmt, "cases", None) or ():
+                    self.record_only(part.body)
 
     def class_def(self, node: ast.ClassDef) -> None:
         ctx = self.ctx
@@ -228,6 +257,7 @@ class Walker:
         self.ctx.stack.pop()
 
 
+_BODIES = ("body", "orelse", "finalbody")
 _COMPOUND: Dict[type, Callable[[Walker, ast.AST], None]] = {
     ast.FunctionDef: Walker.function,
     ast.AsyncFunctionDef: Walker.function,
