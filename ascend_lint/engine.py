@@ -93,8 +93,8 @@ def parse(text: str, path: str) -> ast.Module:
 class Linter:
     """Lints sources with a fixed set of enabled rules and settings."""
 
-    # Statements whose lines hold no trigger are not descended into; off only to test that pruning
-    # never loses a finding.
+    # Rules without a trigger in the file are not run, and statements whose lines hold no trigger are
+    # not descended into; off only to test that pruning never loses a finding.
     prune = True
 
     def __init__(self, rules: Sequence[Type[Rule]], settings: Settings) -> None:
@@ -158,7 +158,8 @@ class Linter:
         aliases = scan.import_aliases()
         rules = [r for r in rules
                  if any(occurs(t) for t in r.file_triggers or ("",))
-                 and (any(occurs(t) for t in r.triggers or ("",)) or (aliases and alias_words(aliases, r.triggers)))]
+                 and (not self.prune or any(occurs(t) for t in r.triggers or ("",))
+                      or (aliases and alias_words(aliases, r.triggers)))]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
             return []
         if tree is None:

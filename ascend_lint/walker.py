@@ -52,6 +52,7 @@ class Walker:
         self.table = table
         self.hit_lines = hit_lines
         self.skip = LEAF_TYPES.difference(table)  # leaves without handlers: nothing to do there
+        self.docstrings_inert = ast.Expr not in table and ast.Constant not in table
 
     def hit(self, first: int, last: int) -> bool:
         lines = self.hit_lines
@@ -153,12 +154,21 @@ class Walker:
         ctx.enter_function(node)
         ctx.stack.append(node)
         body = node.body
-        if self.hit_lines is not None and not self.hit(body[0].lineno, node.end_lineno or node.lineno):
+        if self.hit_lines is not None and not self.hit(self.body_start(body), node.end_lineno or node.lineno):
             self.record_only(body)  # no trigger in the whole body: nothing there for a handler
         else:
             self.stmts(body)
         ctx.stack.pop()
         ctx.scopes.pop()
+
+    def body_start(self, body: List[ast.stmt]) -> int:
+        """The first line of a body that a handler could care about: a docstring (which names
+        `Tensor`, `tensor`, ...) does not count unless some rule handles its node types."""
+        first = body[0]
+        if (first.__class__ is ast.Expr and first.value.__class__ is ast.Constant
+                and isinstance(first.value.value, str) and self.docstrings_inert):
+            return body[1].lineno if len(body) > 1 else 1 << 30
+        return first.lineno
 
     def record_only(self, body: List[ast.stmt]) -> None:
         """Walk a body that holds no trigger, keeping only what outlives it: imports, `self.X = ...`

@@ -37,7 +37,7 @@ class Fp32Matmul(Rule):
     name = "fp32-matmul"
     message = "{op} {reason}, which misses Ascend's fp16 Cube unit: {remedy}"
     triggers = ("matmul", "MatMul", "mm(", "@", "linear", "register_float_function", "to_float",
-                "add_flags_recursive", "amp_level", "mixed_precision", "float16", "build_train_network", "Model",
+                "add_flags_recursive", "amp_level", "mixed_precision", "float16", "build_train_network", "Model(",
                 "TrainOneStep", "value_and_grad", "GradOperation", "grad(", "compute_type", "compute_dtype")
     docs = Docs(
         what="Flags (a) MindSpore `ops.MatMul`, `ops.BatchMatMul`, `P.MatMul`, `nn.MatMul` and `ops.matmul` "
