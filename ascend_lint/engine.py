@@ -13,7 +13,7 @@ import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from . import noqa
 from .config import Settings
@@ -22,7 +22,8 @@ from .registry import PARSE_ERROR_CODE, code_matches
 from .rule import Finding, Rule, Severity
 from .semantic import FileContext, project_relative
 from .training_code import path_reason
-from .walker import Walker, trigger_lines
+from .triggers import TriggerText, alias_words
+from .walker import Walker
 
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
 PYTHON2_LINE_RE = re.compile(
@@ -93,6 +94,10 @@ def parse(text: str, path: str) -> ast.Module:
 class Linter:
     """Lints sources with a fixed set of enabled rules and settings."""
 
+    # Rules without a trigger in the file are not run, and statements whose lines hold no trigger are
+    # not descended into; off only to test that pruning never loses a finding.
+    prune = True
+
     def __init__(self, rules: Sequence[Type[Rule]], settings: Settings) -> None:
         self.rules = list(rules)
         self.settings = settings
@@ -152,16 +157,13 @@ class Linter:
             rules = [r for r in rules if not r.training_code_only]
         if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
             rules = [r for r in rules if not r.npu_context]
-        present: Dict[str, bool] = {}  # trigger -> occurs in the text (each text is scanned once)
-
-        def occurs(trigger: str) -> bool:
-            found = present.get(trigger)
-            if found is None:
-                found = present[trigger] = trigger in text
-            return found
-
+        scan = TriggerText(text)
+        occurs = scan.occurs
+        aliases = scan.import_aliases()
         rules = [r for r in rules
-                 if any(occurs(t) for t in r.file_triggers or ("",)) and any(occurs(t) for t in r.triggers or ("",))]
+                 if any(occurs(t) for t in r.file_triggers or ("",))
+                 and (not self.prune or any(occurs(t) for t in r.triggers or ("",))
+                      or (aliases and alias_words(aliases, r.triggers)))]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
             return []
         if tree is None:
@@ -178,16 +180,19 @@ class Linter:
         if not instances:
             return []
         table: Dict[type, list] = {}
-        triggers: List[str] = []
-        prune = True
+        triggers: Set[str] = set()
+        prune = self.prune
         for inst in instances:
             if inst.triggers:
-                triggers.extend(t for t in inst.triggers if present.get(t) is not False)
+                triggers.update(inst.triggers)
             else:
                 prune = False
             for node_type, name in _handlers(type(inst)):
                 table.setdefault(node_type, []).append(getattr(inst, name))
-        hit_lines = trigger_lines(text, sorted(set(triggers))) if prune else None
+        hit_lines = None
+        if prune:
+            words = alias_words(aliases, tuple(sorted(triggers))) if aliases else ()
+            hit_lines = scan.lines(sorted(t for t in triggers if occurs(t)), words)
         try:
             Walker(ctx, table, hit_lines).run()
             for inst in instances:

@@ -35,7 +35,7 @@ class HostToDeviceCopyInForward(Rule):
     name = "host-to-device-copy-in-forward"
     message = "`{ctor}(...)` in `{method}` is copied from host to device on every call{mode}: {remedy}"
     fix_applicability = Applicability.UNSAFE
-    triggers = ("tensor", "Tensor", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")
+    triggers = ("tensor(", "Tensor(", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")
     docs = Docs(
         what="Flags, in `forward` of an `nn.Module`, `construct` of a MindSpore `Cell` or `forward`/`backward` "
              "of a `torch.autograd.Function`, a tensor built from host data (`torch.tensor`, "

@@ -74,6 +74,8 @@ class NcclBackend(Rule):
         func = node.func
         qual = self.ctx.qualname(func)
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if qual is not None:  # `init_process_group as ipg`: the imported name, not the alias
+            name = qual.rsplit(".", 1)[-1]
         if name not in BACKEND_CALLS:
             return
         if qual is not None and not qual.startswith("torch.distributed."):
