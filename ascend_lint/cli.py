@@ -11,12 +11,13 @@ from typing import Callable, Iterator, List, Optional, Sequence, TextIO, Type
 from . import __version__
 from .config import ConfigError, Settings, load_settings
 from .discovery import Target, discover
-from .docs import fix_label, rule_text, rules_markdown, status
+from .docs import fix_label, measured, precision_label, rule_text, rules_markdown, status
 from .engine import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
 from .fileio import SourceError, read_source, split_lines
 from .registry import Registry, RegistryError, load_registry, print_warnings, select_rules
 from .reporters import FORMATS, Report, display_path, get_reporter
 from .rule import Applicability, Finding, Rule
+from .sanitize import sanitize, sanitize_lines
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -118,7 +119,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return EXIT_ERROR
     except (ConfigError, RegistryError, UsageError) as exc:
-        print(f"ascend-lint: error: {exc}", file=sys.stderr)
+        print(f"ascend-lint: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("ascend-lint: interrupted", file=sys.stderr)
@@ -127,7 +128,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_ERROR
     except Exception:  # never a bare traceback: say what happened and how to report it
         print("ascend-lint: internal error (please report it with this output):", file=sys.stderr)
-        traceback.print_exc()
+        sys.stderr.write(sanitize_lines(traceback.format_exc()))
         return EXIT_ERROR
 
 
@@ -142,7 +143,7 @@ def run_rule(args: argparse.Namespace) -> int:
     rule = _registry().get(args.code)
     if rule is None:
         raise UsageError(f"unknown rule {args.code!r} (see 'ascend-lint rules')")
-    sys.stdout.write(rule_text(rule))
+    sys.stdout.write(sanitize_lines(rule_text(rule)))  # third-party packs' docs are untrusted text
     return EXIT_OK
 
 
@@ -154,14 +155,16 @@ def run_rules(args: argparse.Namespace) -> int:
         import json
 
         rows = [{"code": r.code, "name": r.name, "pack": r.pack, "status": status(r), "fix": fix_label(r),
-                 "severity": r.severity.value, "npu_context": r.npu_context, "message": r.message} for r in rules]
+                 "severity": r.severity.value, "npu_context": r.npu_context, "message": r.message,
+                 "precision": measured(r)} for r in rules]
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         width = max([len(r.name) for r in rules] + [4])
-        sys.stdout.write(f"{'CODE':<7} {'NAME':<{width}} {'PACK':<10} {'STATUS':<8} FIX\n")
+        sys.stdout.write(f"{'CODE':<7} {'NAME':<{width}} {'PACK':<10} {'STATUS':<8} {'FIX':<7} PRECISION (held-out)\n")
         for r in rules:
-            sys.stdout.write(f"{r.code:<7} {r.name:<{width}} {r.pack:<10} {status(r):<8} {fix_label(r)}\n")
+            sys.stdout.write(f"{r.code:<7} {r.name:<{width}} {r.pack:<10} {status(r):<8} {fix_label(r):<7} "
+                             f"{precision_label(r)}\n")
     return EXIT_OK
 
 
@@ -258,7 +261,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) -> int:
-    raw = sys.stdin.buffer.read()
+    raw = sys.stdin.buffer.read(settings.max_file_size + 1)  # more than the cap: `file too large`
     path = args.stdin_filename or "-"
     result = linter.lint_bytes(raw, path)
     fixed = 0
@@ -269,6 +272,10 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) ->
         if isinstance(output, bytes):  # the fixed source, in the input's own encoding and newlines
             sys.stdout.flush()
             sys.stdout.buffer.write(output)
+            if len(raw) > settings.max_file_size:  # too large to lint: pass the rest through unchanged
+                import shutil
+
+                shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
             sys.stdout.buffer.flush()
         else:
             sys.stdout.write(output)
@@ -430,8 +437,9 @@ def write_porting_hint(results: Sequence[FileResult], out: TextIO) -> None:
 
 
 def add_noqa(results: Sequence[FileResult]) -> int:
+    """Append `# noqa: CODES` to every reported line; written under the same policy as `--fix`."""
     from .engine import parse
-    from .fileio import SourceError, write_atomic
+    from .fileio import SourceError, write_source
     from .noqa import add_noqa_to_lines
 
     total = 0
@@ -446,13 +454,17 @@ def add_noqa(results: Sequence[FileResult]) -> int:
         for index, text in changed.items():
             lines[index] = text
         new_text = "".join(lines)
+        name = sanitize(source.path)
         try:
             parse(new_text, source.path)
-        except SourceError:
-            print(f"warning: {display_path(source.path)}: adding noqa comments would break the file; skipped",
-                  file=sys.stderr)
+            data = source.encode(new_text)
+        except (SourceError, UnicodeEncodeError):
+            print(f"warning: {name}: adding noqa comments would break the file; skipped", file=sys.stderr)
             continue
-        write_atomic(source.path, source.encode(new_text))
+        problem = write_source(source, data, what="noqa comments")
+        if problem:
+            print(f"warning: {name}: {problem}", file=sys.stderr)
+            continue
         total += sum(1 for f in result.findings if f.line - 1 in changed)
     print(f"Added {total} noqa directive{'s' if total != 1 else ''}.", file=sys.stderr)
     return EXIT_OK

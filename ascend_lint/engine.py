@@ -17,12 +17,14 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from . import noqa
 from .config import Settings
-from .fileio import SourceError, SourceFile, decode_source, read_source, split_lines
 from .core_rules import CORE_PACK, PARSE_ERROR_CODE, UNUSED_NOQA_CODE
+from .fileio import SourceError, SourceFile, check_size, decode_source, read_source, split_lines
 from .registry import code_matches, registered_codes
 from .rule import Finding, Rule, Severity
-from .semantic import FileContext
-from .walker import Walker, trigger_lines
+from .semantic import FileContext, project_relative
+from .training_code import path_reason
+from .triggers import TriggerText, alias_words
+from .walker import Walker
 
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
 PYTHON2_LINE_RE = re.compile(
@@ -97,6 +99,10 @@ def parse(text: str, path: str) -> ast.Module:
 class Linter:
     """Lints sources with a fixed set of enabled rules and settings."""
 
+    # Rules without a trigger in the file are not run, and statements whose lines hold no trigger are
+    # not descended into; off only to test that pruning never loses a finding.
+    prune = True
+
     def __init__(self, rules: Sequence[Type[Rule]], settings: Settings) -> None:
         self.rules = list(rules)
         self.settings = settings
@@ -105,13 +111,14 @@ class Linter:
     # --------------------------------------------------------------- entry points
     def lint_path(self, path: str) -> FileResult:
         try:
-            source = read_source(path)
+            source = read_source(path, self.settings.max_file_size)
         except SourceError as exc:
             return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])
         return self.lint_source(source)
 
     def lint_bytes(self, raw: bytes, path: str) -> FileResult:
         try:
+            check_size(raw, self.settings.max_file_size)
             text, encoding = decode_source(raw)
         except SourceError as exc:
             return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])
@@ -175,18 +182,18 @@ class Linter:
     def _walk(self, rules: List[Type[Rule]], text: str, path: str, tree: Optional[ast.Module]
               ) -> Tuple[List[Finding], Set[str], Optional[List[str]], Tuple[str, ...]]:
         """(findings before noqa, codes skipped for the file's context, the file's lines if split, notes)."""
-        skipped: Set[str] = set()  # rules silent here because of the file's context (NPU, migration)
-        present: Dict[str, bool] = {}  # trigger -> occurs in the text (each text is scanned once)
-
-        def occurs(trigger: str) -> bool:
-            found = present.get(trigger)
-            if found is None:
-                found = present[trigger] = trigger in text
-            return found
+        skipped: Set[str] = set()  # rules silent here because of the file's context (NPU, migration, tests)
+        if path_reason(project_relative(path, self._root)) is not None:  # a test, benchmark or offline tool
+            skipped.update(r.code for r in rules if r.training_code_only)
+            rules = [r for r in rules if not r.training_code_only]
+        scan = TriggerText(text)
+        occurs = scan.occurs
+        aliases = scan.import_aliases()
 
         def applies(rule: Type[Rule]) -> bool:
             return (any(occurs(t) for t in rule.file_triggers or ("",))
-                    and any(occurs(t) for t in rule.triggers or ("",)))
+                    and (not self.prune or any(occurs(t) for t in rule.triggers or ("",))
+                         or bool(aliases and alias_words(aliases, rule.triggers))))
 
         notes: Tuple[str, ...] = ()
         if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
@@ -201,7 +208,7 @@ class Linter:
         if tree is None:
             with _gc_paused():
                 tree = parse(text, path)
-        ctx = FileContext(path, text, tree, self.settings.target)
+        ctx = FileContext(path, text, tree, self.settings.target, self._root)
         instances = []
         for rule in rules:
             if (rule.npu_context and not ctx.npu) or (rule.silent_when_auto_migrated and ctx.auto_migrated):
@@ -213,16 +220,19 @@ class Linter:
         if not instances:
             return [], skipped, None, notes
         table: Dict[type, list] = {}
-        triggers: List[str] = []
-        prune = True
+        triggers: Set[str] = set()
+        prune = self.prune
         for inst in instances:
             if inst.triggers:
-                triggers.extend(t for t in inst.triggers if present.get(t) is not False)
+                triggers.update(inst.triggers)
             else:
                 prune = False
             for node_type, name in _handlers(type(inst)):
                 table.setdefault(node_type, []).append(getattr(inst, name))
-        hit_lines = trigger_lines(text, sorted(set(triggers))) if prune else None
+        hit_lines = None
+        if prune:
+            words = alias_words(aliases, tuple(sorted(triggers))) if aliases else ()
+            hit_lines = scan.lines(sorted(t for t in triggers if occurs(t)), words)
         try:
             Walker(ctx, table, hit_lines).run()
             for inst in instances:

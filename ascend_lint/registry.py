@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type
 
 from . import __version__
-from .config import ConfigError, Settings
+from .config import ConfigError, Settings, describe
 from .core_rules import CORE_PACK, CORE_RULES, PARSE_ERROR_CODE
+from .sanitize import sanitize
 from .rule import Rule
 
 ENTRY_POINT_GROUP = "ascend_lint.plugins"
@@ -110,7 +111,7 @@ def _validate_selectors(selectors: Sequence[str], registry: Registry, what: str)
         if sel == "ALL":
             sel = ""
         elif not any(code.startswith(sel) for code in registry.rules) and sel != PARSE_ERROR_CODE:
-            raise ConfigError(f"unknown rule selector {raw!r} in {what}")
+            raise ConfigError(f"unknown rule selector {describe(raw)} in {what}")
         out.append(sel)
     return out
 
@@ -149,15 +150,15 @@ def validate_rule_options(registry: Registry, settings: Settings) -> None:
     for code, opts in settings.rule_options.items():
         rule = registry.rules.get(code)
         if rule is None:
-            raise ConfigError(f"{where}: unknown rule code {code!r} under 'rules'")
+            raise ConfigError(f"{where}: unknown rule code {describe(code)} under 'rules'")
         for key, value in opts.items():
             if key not in rule.options:
                 known = ", ".join(sorted(rule.options)) or "none"
-                raise ConfigError(f"{where}: rule {code} has no option {key!r} (options: {known})")
+                raise ConfigError(f"{where}: rule {code} has no option {describe(key)} (options: {known})")
             default = rule.options[key]
             if type(value) is not type(default) and not (isinstance(default, float) and type(value) is int):
                 raise ConfigError(
-                    f"{where}: option {key!r} of {code} must be {type(default).__name__}, got {value!r}"
+                    f"{where}: option {key!r} of {code} must be {type(default).__name__}, got {describe(value)}"
                 )
 
 
@@ -167,4 +168,4 @@ def code_matches(code: str, selectors: Iterable[str]) -> bool:
 
 def print_warnings(messages: Iterable[str]) -> None:
     for msg in messages:
-        print(f"warning: {msg}", file=sys.stderr)
+        print(f"warning: {sanitize(msg)}", file=sys.stderr)

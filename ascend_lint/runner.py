@@ -20,8 +20,8 @@ from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Typ
 from .cache import ResultCache, content_hash
 from .config import Settings
 from .discovery import Target
-from .engine import FileResult, Linter
-from .fileio import SourceError, SourceFile, decode_source, read_source, split_lines
+from .engine import FileResult, Linter, error_finding
+from .fileio import SourceError, SourceFile, decode_source, read_bytes, read_source, split_lines
 from .rule import Finding, Rule
 
 # Below this much source, starting worker processes costs more than it saves (measured: a forked
@@ -105,13 +105,10 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
 def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool, keep_source: bool) -> Outcome:
     """Read, hash and lint one file; stop after hashing when the bytes are the `expected` ones."""
     read_ns = time.time_ns()
-    try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            raw = handle.read()
-    except OSError:  # let the engine phrase the error (directory, broken link, permission)
-        result = linter.lint_path(path)
-        return Outcome(path, result.findings)
+    try:  # regular files only, at most `max-file-size` bytes (fileio.read_bytes)
+        raw, st = read_bytes(path, linter.settings.max_file_size)
+    except SourceError as exc:
+        return Outcome(path, [error_finding(path, exc.reason, exc.line, exc.col)])
     sha = content_hash(raw) if hashing else ""
     if expected is not None and sha == expected:
         source = None

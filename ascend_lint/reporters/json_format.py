@@ -10,7 +10,7 @@ from ..edits import fix_edits
 from ..engine import parse
 from ..fileio import SourceError
 from ..rule import Finding
-from . import Report
+from . import Report, json_needs_ascii
 from ._util import text
 
 
@@ -49,5 +49,6 @@ def record(finding: Finding, report: Report, texts: Optional[Texts] = None) -> D
 
 def render(report: Report, out: TextIO) -> None:
     texts = Texts(report)
-    json.dump([record(f, report, texts) for f in report.findings], out, indent=2, ensure_ascii=False)
+    rows = [record(f, report, texts) for f in report.findings]
+    json.dump(rows, out, indent=2, ensure_ascii=json_needs_ascii(rows))
     out.write("\n")

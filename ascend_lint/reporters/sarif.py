@@ -15,7 +15,7 @@ from .. import __version__
 from ..core_rules import PARSE_ERROR_CODE
 from ..docs import rule_markdown, rule_text, rule_url, summary
 from ..rule import Finding, Rule, Severity
-from . import Report
+from . import Report, json_needs_ascii
 from ._util import clean, fingerprints, one_line, relative_path, uri_path
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -127,6 +127,7 @@ def build(report: Report, base: Optional[str] = None) -> Dict[str, Any]:
 
 
 def render(report: Report, out: TextIO) -> None:
-    json.dump(build(report), out, indent=2, ensure_ascii=False)
+    data = build(report)
+    json.dump(data, out, indent=2, ensure_ascii=json_needs_ascii(data))
     out.write("\n")
 

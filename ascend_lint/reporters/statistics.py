@@ -5,6 +5,7 @@ import json
 from typing import Dict, List, Sequence, TextIO, Tuple
 
 from ..rule import Finding
+from ..sanitize import sanitize
 from . import fix_applies
 
 Row = Tuple[str, str, int, int]  # code, name, count, fixable count
@@ -30,4 +31,4 @@ def render_statistics(findings: Sequence[Finding], unsafe_fixes: bool, as_json: 
         out.write("\n")
         return
     for code, name, n, fixes in table:
-        out.write(f"{n:>5}\t{code}\t{'[*] ' if fixes else ''}{name}\n")
+        out.write(f"{n:>5}\t{sanitize(code)}\t{'[*] ' if fixes else ''}{sanitize(name)}\n")

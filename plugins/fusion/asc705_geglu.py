@@ -5,7 +5,7 @@ import ast
 
 from ascend_lint.rule import Docs
 
-from ._match import FusionRule, gated, src
+from ._match import FusionRule, gated, src_at
 
 
 class HandwrittenGeglu(FusionRule):
@@ -70,6 +70,6 @@ class HandwrittenGeglu(FusionRule):
         if gate is None or gate.source is None:
             return
         left = ", activate_left=True" if gate.act_first else ""
-        call = (f"torch_npu.npu_geglu({src(self.ctx, gate.source)}, dim=-1, approximate={1 if gate.tanh else 0}"
+        call = (f"torch_npu.npu_geglu({src_at(self.ctx, gate.source, node, 'gate_up')}, dim=-1, approximate={1 if gate.tanh else 0}"
                 f"{left})[0]")
         self.candidate(node, self.message.format(call=call))
