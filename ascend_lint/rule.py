@@ -109,7 +109,6 @@ class Docs:
     what: str
     why: str
     summary: str = ""  # one sentence, at most ~120 characters; derived from `what` when empty
-    measured: Optional[Tuple[int, int]] = None  # (findings, true positives) on real code, as triaged
     example: str = ""
     use_instead: str = ""
     fix_safety: str = "No fix is offered."

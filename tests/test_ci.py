@@ -126,13 +126,19 @@ def test_core_descriptors_through_the_cli(tmp_path):
     assert rules["ASC000"]["properties"]["problem.severity"] == "error"
 
 
-def test_measured_precision_matches_docs():
-    """Each rule's `docs.measured` is the row of docs/precision.md's summary table (never asserted by hand)."""
-    text = (ROOT / "docs" / "precision.md").read_text(encoding="utf-8")
-    table = {m[0]: (int(m[1]), int(m[2]))
-             for m in re.findall(r"^\| (ASC\d+) \| (\d+) \| (\d+) \| \d+ \|$", text, re.M)}
-    measured = {r.code: r.docs.measured for r in REGISTRY.sorted_rules() if r.docs.measured is not None}
-    assert measured == table
+def test_precision_follows_the_held_out_measurements(monkeypatch):
+    """SARIF precision comes from docs.measured (held-out figures, precision.json): one answer, one place."""
+    from ascend_lint import docs
+
+    rule = REGISTRY.rules["ASC101"]
+    monkeypatch.setattr(docs, "_measurements", lambda: {})
+    assert sarif.precision(rule) == "medium"  # not measured
+    for true, judged, level in [(1.0, 40, "very-high"), (1.0, 10, "high"), (0.9, 40, "high"),
+                                (0.7, 40, "medium"), (0.3, 40, "low")]:
+        figures = {"ASC101": {"judged": judged, "findings": 100, "shares": {"TRUE": true}}}
+        monkeypatch.setattr(docs, "_measurements", lambda f=figures: f)
+        assert sarif.precision(rule) == level
+    assert sarif.precision(REGISTRY.rules["ASC000"]) == "very-high"
 
 
 @pytest.mark.parametrize("fmt", ["json", "json-lines"])

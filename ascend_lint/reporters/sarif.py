@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, TextIO, Type
 
 from .. import __version__
 from ..core_rules import PARSE_ERROR_CODE
-from ..docs import rule_markdown, rule_text, rule_url, summary
+from ..docs import measured, rule_markdown, rule_text, rule_url, summary
 from ..rule import Finding, Rule, Severity
 from . import Report, json_needs_ascii
 from ._util import clean, fingerprints, one_line, relative_path, uri_path
@@ -32,17 +32,18 @@ PROBLEM_SEVERITY = {Severity.ERROR: "error", Severity.WARNING: "warning", Severi
 
 
 def precision(rule: Type[Rule]) -> str:
-    """GitHub's precision level from the rule's measured findings (docs/precision.md); `medium` when
-    there is too little evidence. A file that could not be parsed is a fact."""
+    """GitHub's precision level from the rule's share of true findings on the held-out repositories
+    (`docs.measured`); `medium` while it is not measured. A file that could not be parsed is a fact."""
     if rule.code == PARSE_ERROR_CODE:
         return "very-high"
-    findings, true = rule.docs.measured or (0, 0)
-    if not findings:
+    figures = measured(rule)
+    if figures is None:
         return "medium"
-    ratio = true / findings
-    if ratio == 1:
-        return "very-high" if findings >= 20 else "high"
-    return "high" if ratio >= 0.95 else "medium" if ratio >= 0.8 else "low"
+    true = figures["shares"]["TRUE"]
+    level = "very-high" if true >= 0.95 else "high" if true >= 0.85 else "medium" if true >= 0.6 else "low"
+    if level == "very-high" and figures["judged"] < 20:
+        level = "high"  # too few judged findings to claim more
+    return level
 
 
 def rule_descriptor(rule: Type[Rule]) -> Dict[str, Any]:

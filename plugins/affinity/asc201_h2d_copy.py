@@ -38,7 +38,6 @@ class HostToDeviceCopyInForward(Rule):
     triggers = ("tensor(", "Tensor(", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")
     docs = Docs(
         summary="A tensor built from host data in `forward` or `construct` is copied to the device on every step.",
-        measured=(57, 57),  # findings, true positives: docs/precision.md
         what="Flags, in `forward` of an `nn.Module`, `construct` of a MindSpore `Cell` or `forward`/`backward` "
              "of a `torch.autograd.Function`, a tensor built from host data (`torch.tensor`, "
              "`torch.as_tensor`, `torch.from_numpy`, `torch.Tensor(...)` and the typed `torch.*Tensor` "

@@ -33,7 +33,6 @@ class SynchronizeInHotPath(Rule):
     triggers = ("synchronize",)
     docs = Docs(
         summary="A device, stream or event synchronize in a hot path stalls the NPU pipeline.",
-        measured=(35, 35),  # findings, true positives: docs/precision.md
         what="Flags device, stream and event synchronizes (`torch.npu.synchronize()`, "
              "`torch_npu.npu.synchronize()`, `torch.cuda.synchronize()`, `<stream>.synchronize()` including "
              "`torch.npu.current_stream().synchronize()`, `<event>.synchronize()`, "

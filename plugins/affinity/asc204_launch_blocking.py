@@ -28,7 +28,6 @@ class LaunchBlocking(Rule):
     triggers = (VARIABLE,)
     docs = Docs(
         summary="`ASCEND_LAUNCH_BLOCKING=1` makes every operator launch synchronous.",
-        measured=(0, 0),  # findings, true positives: docs/precision.md
         what=f"Flags code that sets `{VARIABLE}` to `1`, `\"1\"` or `True`: `os.environ[...] = ...`, "
              "`os.environ.setdefault(...)`, `os.environ.update(...)` and `os.putenv(...)`.",
         why="With launch blocking on, the host waits for every operator to finish before it launches the "

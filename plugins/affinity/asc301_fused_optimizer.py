@@ -88,7 +88,6 @@ class FusedOptimizerAvailable(Rule):
     triggers = ("SGD", "Adam", "Adadelta", "RMSprop", "optim", "Fused", "parameters", "bfloat16", "bf16", "dtype")
     docs = Docs(
         summary="A `torch.optim` optimizer that has a faster fused twin in `torch_npu.optim`.",
-        measured=(37, 37),  # findings, true positives: docs/precision.md
         what="Flags construction of `torch.optim.SGD`, `Adam`, `AdamW`, `Adadelta` or `RMSprop` in NPU "
              "code: each has a fused twin in `torch_npu.optim` (`NpuFusedSGD`, `NpuFusedAdam`, "
              "`NpuFusedAdamW`, `NpuFusedAdadelta`, `NpuFusedRMSprop`; Ascend apex ships the same classes "

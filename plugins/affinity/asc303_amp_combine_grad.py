@@ -66,7 +66,6 @@ class AmpCombineGrad(Rule):
     triggers = ("initialize",)
     docs = Docs(
         summary="Ascend apex `amp.initialize` without `combine_grad=True`.",
-        measured=(24, 24),  # findings, true positives: docs/precision.md
         what="Flags Ascend apex `amp.initialize(model, optimizer, ...)` called without `combine_grad=True`.",
         why="Ascend's apex fork adds `combine_grad`: with it, loss-scale unscaling and the overflow check run "
             "on one combined (flattened) gradient tensor instead of launching several small operators per "

@@ -29,7 +29,6 @@ class FusedOptimizerSetToNone(Rule):
                 "Adadelta", "LBFGS", "Rprop")
     docs = Docs(
         summary="`zero_grad(set_to_none=True)` on an NPU fused optimizer, which raises.",
-        measured=(0, 0),  # findings, true positives: docs/precision.md
         what="Flags `optimizer.zero_grad(set_to_none=True)` where the optimizer is an NPU fused one "
              "(`torch_npu.optim.NpuFused*`, `apex.optimizers.NpuFused*`), and `model.zero_grad(set_to_none=True)` "
              "in a file that uses a fused optimizer with apex `combine_grad=True`.",

@@ -30,7 +30,6 @@ class SyncCheckpointSave(Rule):
     triggers = ("CheckpointConfig", "save_checkpoint", "save(")
     docs = Docs(
         summary="Synchronous checkpoint saving that blocks training.",
-        measured=(340, 340),  # findings, true positives: docs/precision.md
         what="Flags MindSpore `CheckpointConfig(...)` (`mindspore.train.CheckpointConfig`, also imported from "
              "`mindspore` or `mindspore.train.callback`) without a truthy `async_save` (`True`, or "
              "`\"thread\"`/`\"process\"` since MindSpore 2.5); `mindspore.save_checkpoint(...)` without it "

@@ -27,7 +27,6 @@ class CudaDevice(Rule):
     triggers = ("cuda",)
     docs = Docs(
         summary="CUDA device placement left over after a GPU-to-NPU port.",
-        measured=(81, 81),  # findings, true positives: docs/precision.md
         what="Flags CUDA device placement left over after a GPU to NPU port: `.cuda(...)` calls, "
              "`torch.device('cuda...')`, `'cuda'`/`'cuda:N'` strings passed as a device (`device=`, "
              "`map_location=`, `device_type=`, `.to('cuda')`, `torch.autocast('cuda')`) or assigned to a "

@@ -23,7 +23,6 @@ class NcclBackend(Rule):
     triggers = ("nccl", "init_process_group", "new_group")
     docs = Docs(
         summary="The `nccl` distributed backend in NPU code, where `hccl` is the backend.",
-        measured=(5, 5),  # findings, true positives: docs/precision.md
         what="Flags `torch.distributed.init_process_group` and `new_group` called with the `'nccl'` backend "
              "(keyword or positional, or through a local name bound to `'nccl'`) in NPU code.",
         why="NCCL is NVIDIA's collective library; on Ascend the collective backend is HCCL, registered by "

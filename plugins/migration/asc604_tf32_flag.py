@@ -25,7 +25,6 @@ class Tf32FlagOnNpu(Rule):
     triggers = ("allow_tf32",)
     docs = Docs(
         summary="A CUDA TF32 switch in NPU code, where it does nothing.",
-        measured=(20, 20),  # findings, true positives: docs/precision.md
         what="Flags assignments to `torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32` "
              "in NPU code.",
         why="The CUDA TF32 switches are not wired to the NPU. Ascend's reduced-precision fp32 mode for the Cube "
