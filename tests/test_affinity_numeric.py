@@ -95,8 +95,8 @@ TORCH_NPU_CLASSIFIER = '''
         def forward(self, x, target, ignore_index=-1):
             x = self.body(self.stem(x)).mean([2, 3])
             logits = self.fc(x)
-            fp32 = x.float()
-            aux = fp32 @ self.aux.weight.t()  # expect: ASC402
+            wide = x.float()
+            aux = wide @ self.aux.weight.t()  # expect: ASC402
             with torch.npu.amp.autocast(enabled=False):
                 sim = torch.mm(x.float(), x.t())
             loss = F.cross_entropy(logits, target.clamp(min=0), reduction="none")
