@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, TextIO
 from . import __version__
 from .config import ConfigError, Settings, load_settings
 from .discovery import discover
-from .docs import fix_label, rule_text, rules_markdown, status
+from .docs import fix_label, measured, precision_label, rule_text, rules_markdown, status
 from .engine import FileResult, Linter, error_finding, sorted_findings, summarize
 from .fileio import split_lines
 from .registry import Registry, RegistryError, load_registry, print_warnings, select_rules
@@ -133,14 +133,16 @@ def run_rules(args: argparse.Namespace) -> int:
         import json
 
         rows = [{"code": r.code, "name": r.name, "pack": r.pack, "status": status(r), "fix": fix_label(r),
-                 "severity": r.severity.value, "npu_context": r.npu_context, "message": r.message} for r in rules]
+                 "severity": r.severity.value, "npu_context": r.npu_context, "message": r.message,
+                 "precision": measured(r)} for r in rules]
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         width = max([len(r.name) for r in rules] + [4])
-        sys.stdout.write(f"{'CODE':<7} {'NAME':<{width}} {'PACK':<10} {'STATUS':<8} FIX\n")
+        sys.stdout.write(f"{'CODE':<7} {'NAME':<{width}} {'PACK':<10} {'STATUS':<8} {'FIX':<7} PRECISION (held-out)\n")
         for r in rules:
-            sys.stdout.write(f"{r.code:<7} {r.name:<{width}} {r.pack:<10} {status(r):<8} {fix_label(r)}\n")
+            sys.stdout.write(f"{r.code:<7} {r.name:<{width}} {r.pack:<10} {status(r):<8} {fix_label(r):<7} "
+                             f"{precision_label(r)}\n")
     return EXIT_OK
 
 

@@ -20,7 +20,8 @@ from .config import Settings
 from .fileio import SourceError, SourceFile, decode_source, read_source
 from .registry import PARSE_ERROR_CODE, code_matches
 from .rule import Finding, Rule, Severity
-from .semantic import FileContext
+from .semantic import FileContext, project_relative
+from .training_code import path_reason
 from .walker import Walker, trigger_lines
 
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
@@ -146,6 +147,8 @@ class Linter:
         `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own).
         """
         rules = self.rules_for(path)
+        if path_reason(project_relative(path, self._root)) is not None:  # a test, benchmark or offline tool
+            rules = [r for r in rules if not r.training_code_only]
         if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
             rules = [r for r in rules if not r.npu_context]
         present: Dict[str, bool] = {}  # trigger -> occurs in the text (each text is scanned once)
@@ -163,7 +166,7 @@ class Linter:
         if tree is None:
             with _gc_paused():
                 tree = parse(text, path)
-        ctx = FileContext(path, text, tree, self.settings.target)
+        ctx = FileContext(path, text, tree, self.settings.target, self._root)
         instances = []
         for rule in rules:
             if rule.npu_context and not ctx.npu:

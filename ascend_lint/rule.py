@@ -124,6 +124,9 @@ class Rule:
     preview: ClassVar[bool] = False
     npu_context: ClassVar[bool] = False  # silent in files without NPU context
     silent_when_auto_migrated: ClassVar[bool] = False  # silent where transfer_to_npu is imported
+    # Silent in code that is not training code (tests, benchmarks, offline tools, weight init/loading,
+    # data collation: `FileContext.non_training_reason`); whole files of it are not even parsed for it.
+    training_code_only: ClassVar[bool] = True
     fix_applicability: ClassVar[Optional[Applicability]] = None  # the best fix it can offer
     options: ClassVar[Dict[str, Any]] = {}
     # Cheap pre-filters. A file is checked only if it contains one of `file_triggers` (by default the
@@ -154,7 +157,10 @@ class Rule:
         fix: Optional[Fix] = None,
         **fields: Any,
     ) -> None:
-        """Report a finding at `node` (its first line is where `# noqa` is honoured)."""
+        """Report a finding at `node` (its first line is where `# noqa` is honoured); nothing is reported
+        in code that is not training code, unless the rule says it applies there."""
+        if self.training_code_only and self.ctx.in_non_training_code(node):
+            return
         text = message if message is not None else self.message.format(**fields)
         span = self.ctx.span(node)
         self.findings.append(

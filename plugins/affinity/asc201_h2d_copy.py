@@ -51,7 +51,7 @@ class HostToDeviceCopyInForward(Rule):
                        "which `torch.full((n,), c, device=x.device)` builds on the device; nor tensors cached "
                        "under a condition (`if self.idx is None:`), code in a branch that only runs on the CPU "
                        "(`if x.device.type == 'cpu':`, the `else` of `if x.is_npu:` / `if not "
-                       "self.is_cpu_device:`), or code in tests (`test_*.py`, functions named `test*`/`bench*`). "
+                       "self.is_cpu_device:`). "
                        "MindSpore: in PyNative mode (the default of `mindspore.set_context` since 2.x) every "
                        "call builds a `Tensor(...)` on the host and copies it, which is what the message says; "
                        "a `construct` compiled into a static graph holds such a tensor of constants as a graph "
@@ -203,7 +203,7 @@ class HostToDeviceCopyInForward(Rule):
             if not self._graph_mode and method_name(node) == "set_context" and self._sets_graph_mode(node):
                 self._graph_mode = True
             return
-        if id(node) in self._reported or ctx.in_test_code() or self._in_cpu_branch():
+        if id(node) in self._reported or self._in_cpu_branch():
             return
         method = method_name(node)
         if method in MOVES and self._moves_to_device(node):

@@ -43,8 +43,7 @@ class SynchronizeInHotPath(Rule):
             "ShuffleNetV2 tuning case on Ascend 910 found synchronizes left in forward/backward; Ascend's "
             "large-model training guide (\"减少同步接口调用\", reduce synchronization calls) shows them as "
             "device free time in the profile.",
-        known_problems="Test and benchmark code (`test_*.py` files, functions named `test*`/`bench*`) is "
-                       "not training code and is not reported. A synchronize that a model needs for correctness (the ShuffleNetV2 tuning kept one "
+        known_problems="A synchronize that a model needs for correctness (the ShuffleNetV2 tuning kept one "
                        "because removing it broke convergence) is reported too: keep it with "
                        "`# noqa: ASC202`. Streams and events are recognised by their constructor or by a "
                        "receiver name containing `stream` or `event`. In `forward`/`construct`, which "
@@ -145,8 +144,6 @@ class SynchronizeInHotPath(Rule):
         if label is None:
             return
         ctx = self.ctx
-        if ctx.in_test_code():
-            return
         hot = ctx.hot_method()
         if hot is not None:
             where, remedy = f"`{hot.name}`", HOT_REMEDY

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -66,16 +65,6 @@ def _group_params(group: ast.Dict) -> Optional[ast.expr]:
     return None
 
 
-def in_test_code(ctx) -> bool:
-    """A test module (`test_*.py`, `*_test.py`) or a `test*` function / `Test*` class: tests exercise the
-    reference torch classes on purpose."""
-    base = os.path.basename(ctx.path)
-    if base.startswith("test_") or base.endswith("_test.py"):
-        return True
-    return any((s.kind == "function" and s.name.startswith("test")) or (s.kind == "class" and s.name.startswith("Test"))
-               for s in ctx.scopes)
-
-
 def imported_fused(ctx) -> List[str]:
     """Fused optimizer classes the file imports by name (`from torch_npu.optim import NpuFusedSGD as F`)."""
     return sorted(q for q in ctx.aliases.values() if is_fused_optimizer(q))
@@ -116,8 +105,7 @@ class FusedOptimizerAvailable(Rule):
                        "chooses torch's own implementation (`fused=` or `foreach=` with any value but a literal "
                        "`False`: `fused=args.fused` is a configurable choice, and on Atlas A2/A3 recent torch_npu "
                        "runs the foreach implementation on the NPU), nor for a throwaway optimizer over fresh "
-                       "tensors that only drives an LR scheduler, nor in test code (`test_*.py`, `test*` "
-                       "functions, `Test*` classes), which uses the reference torch class on purpose. The fused "
+                       "tensors that only drives an LR scheduler. The fused "
                        "classes accept fp32/fp16 parameters only (they raise `TypeError` on bf16), so nothing is "
                        "reported in a file that may put the parameters in bf16 outside `forward` "
                        "(`model.bfloat16()`, `.to(torch.bfloat16)`, `torch_dtype=`/`params_dtype=`/`dtype=` "
@@ -240,8 +228,7 @@ class FusedOptimizerAvailable(Rule):
         if not self._bf16_params and self._casts_params_to_bf16(node, qual):
             self._bf16_params = True
         torch_name = torch_optimizer(qual)
-        if torch_name is not None and not self._dummy(node) and not in_test_code(self.ctx) \
-                and not self._implementation_chosen(node):
+        if torch_name is not None and not self._dummy(node) and not self._implementation_chosen(node):
             self._candidates.append((node, torch_name))
 
     def visit_If(self, node: ast.If) -> None:

@@ -8,7 +8,6 @@ from typing import Optional
 from ascend_lint.rule import Docs, Rule
 from ascend_lint.semantic import is_step_call
 
-from .asc301_fused_optimizer import in_test_code
 
 # Identifiers that show the file runs (or can switch on) reduced precision somewhere: AMP contexts and
 # scalers, apex amp, MindSpore amp levels, half/bf16 casts and the usual `args.fp16` / `use_amp` switches.
@@ -52,8 +51,7 @@ class NoMixedPrecision(Rule):
                        "operator's unit test is not a training script. `x.backward(...)` calls with a "
                        "positional argument (`accelerator.backward(loss)`, DeepSpeed's `engine.backward(loss)`) "
                        "are framework-managed and not counted; a file without an optimizer step (a pipeline schedule that only "
-                       "runs forward/backward) is not a training script, and neither are test modules "
-                       "(`test_*.py`, `test*` functions, `Test*` classes) nor MindSpore files.",
+                       "runs forward/backward) is not a training script, and neither are MindSpore files.",
         example="""
             import torch_npu
 
@@ -146,8 +144,8 @@ class NoMixedPrecision(Rule):
 
     def _in_training_step(self) -> bool:
         ctx = self.ctx
-        if in_test_code(ctx):
-            return False  # a unit test, not a training script
+        if ctx.in_non_training_code():
+            return False  # a unit test, a benchmark, ...: not a training script
         loop = ctx.current_loop()
         if loop is not None:
             return ctx.is_step_loop(loop)
