@@ -78,7 +78,7 @@ class Fp32Matmul(Rule):
                        "`inv_freq`); tiny geometry (an operand named like camera intrinsics/extrinsics, poses or "
                        "rotations, or a function that also inverts or decomposes a matrix with `torch.inverse`, "
                        "`torch.linalg.*`, `.inverse()`); float32 written on purpose: under an `if` whose test names "
-                       "fp32/float32 (`if args.router_gating_in_fp32:`), an operand bound to a name saying so "
+                       "fp32/float32 or an upcast (`if args.router_gating_in_fp32:`, `if self.upcast_attention:`), an operand bound to a name saying so "
                        "(`input_fp32`), an MoE router or gate (the result bound to a `router*` name, or a "
                        "function/class named `*router*`/`*gate*`/`*gating*`), whose [tokens x hidden] x [hidden x "
                        "experts] product is kept in fp32 by convention and is a small share of a layer's "
@@ -154,6 +154,8 @@ class Fp32Matmul(Rule):
         "import torch.nn.functional as F\ndef route(self, x):\n    if self.config.router_in_fp32:\n"
         "        return F.linear(x.float(), self.weight.float())\n    return F.linear(x, self.weight)",
         "import torch.nn.functional as F\ndef f(x, w):\n    x_fp32 = x.float()\n    return F.linear(x_fp32, w.float())",
+        "import torch\ndef scores(self, q, k):\n    if self.upcast_attention:\n        q = q.float()\n"
+        "    return torch.bmm(q, k.transpose(-1, -2))",
         "import torch\nimport torch.nn.functional as F\nclass TopKRouter(torch.nn.Module):\n    def forward(self, x):\n"
         "        return F.linear(x.float(), self.weight.float())",
         "import torch\nimport torch.nn.functional as F\ndef f(self, h):\n"
@@ -201,6 +203,7 @@ class Fp32Matmul(Rule):
         self.reported: Set[int] = set()
         self.pending: List[Tuple[ast.AST, str, str, str, Optional[ast.AST]]] = []  # (node, op, reason, remedy, func)
         self.geometry: Set[int] = set()  # ids of functions that invert / decompose matrices
+        self.fp32_switches: List[ast.If] = []  # `if self.upcast_attention:` / `if args.fp32_router:`
 
     # --------------------------------------------------------------- handlers
     def visit_Call(self, node: ast.Call) -> None:
@@ -220,6 +223,10 @@ class Fp32Matmul(Rule):
         if found is not None:
             label, operands = found
             self._check_operands(node, label, operands)
+
+    def visit_If(self, node: ast.If) -> None:
+        if any(_says_fp32(_last_name(n)) for n in ast.walk(node.test) if isinstance(n, (ast.Name, ast.Attribute))):
+            self.fp32_switches.append(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult):
@@ -294,11 +301,15 @@ class Fp32Matmul(Rule):
         name that says so (`input_fp32 = x.float()`), or an MoE router/gate, whose [tokens x hidden] x
         [hidden x experts] product is kept in fp32 by convention and is a small share of a layer's MatMuls."""
         ctx = self.ctx
-        for if_node, _ in ctx.ifs:
-            if any(_says_fp32(_last_name(n)) for n in ast.walk(if_node.test) if isinstance(n, (ast.Name, ast.Attribute))):
-                return True
-        if any(_says_fp32(_last_name(op)) for op in operands):
+        if any(if_node in self.fp32_switches for if_node, _ in ctx.ifs):
             return True
+        for op in operands:
+            if _says_fp32(_last_name(op)):
+                return True
+            bound = ctx.binding_before(op.id, op) if isinstance(op, ast.Name) else None
+            if bound is not None and bound.stmt is not None and any(
+                    _inside(switch, bound.stmt) for switch in self.fp32_switches):
+                return True  # `if self.upcast_attention: q = q.float()`
         stmt = next((n for n in reversed(ctx.stack) if isinstance(n, ast.stmt)), None)
         targets = stmt.targets if isinstance(stmt, ast.Assign) else []
         names = [_last_name(t).lower() for t in targets] + [s.name.lower() for s in ctx.scopes if s.name]
@@ -455,8 +466,9 @@ def _unit_axis(node: ast.expr, axis: int, rope: bool) -> bool:
 
 
 def _says_fp32(name: str) -> bool:
+    """`router_gating_in_fp32`, `input_float32`, `upcast_attention`: a name that asks for float32."""
     lowered = name.lower()
-    return "fp32" in lowered or "float32" in lowered
+    return "fp32" in lowered or "float32" in lowered or "upcast" in lowered
 
 
 def _last_name(node: ast.expr) -> str:
@@ -472,3 +484,8 @@ def _last_name(node: ast.expr) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
+
+
+def _inside(outer: ast.AST, inner: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
+        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
