@@ -505,9 +505,10 @@ class FileContext:
         """A MindSpore training step that `is_step_call` cannot see from the call alone: a call named like a
         step (`train_step(x, y)`, `self._train_one_batch(b)`), an instance of a `TrainOneStep*` cell
         (`trainer = nn.TrainOneStepCell(net, opt)`; `trainer(x, y)`), or `optimizer(out[1])`."""
-        name = receiver_name(call.func).lower().replace("_", "")
+        raw = receiver_name(call.func)
+        name = raw.lower().replace("_", "")
         if STEP_NAME_RE.search(name):
-            return True
+            return not raw[:1].isupper()  # `nn.TrainOneStepCell(net, opt)` builds the cell, it runs no step
         if (name.startswith("optim") or name == "opt") and len(call.args) == 1 and not call.keywords \
                 and not isinstance(call.args[0], ast.Call):
             return True

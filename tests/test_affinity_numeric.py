@@ -379,7 +379,7 @@ def test_asc501_training_loop_needs_training():
         src = (f"import mindspore as ms\ntrainer = ms.nn.TrainOneStepCell(net, opt)\nfor x, y in loader:\n{body}"
                "    ms.save_checkpoint(net, 'a.ckpt')\n")
         assert lint(src, select=["ASC501"]), body
-    for body in ("    out = net(x)\n", "    model.train()\n", "    optimizer = build_optimizer(net.trainable_params())\n",
+    for body in ("    out = net(x)\n", "    model.train()\n", "    step_cell = nn.TrainOneStepCell(net, opt)\n", "    optimizer = build_optimizer(net.trainable_params())\n",
                  "    model.train(1, ds)\n", "    train_one_epoch(net)\n"):
         src = f"import mindspore as ms\nfor x, y in loader:\n{body}    ms.save_checkpoint(net, 'a.ckpt')\n"
         assert not lint(src, select=["ASC501"]), body
