@@ -74,6 +74,9 @@ class Float64OnNpu(Rule):
         "from mindspore import ops\nfrom mindspore import dtype as mstype\nx = ops.cast(y, mstype.float64)",
         "from mindspore import ops, Tensor\nfrom mindspore import dtype as mstype\n"
         "x = ops.ones((2, 2), dtype=mstype.float64)",
+        # in construct, an op between the casts runs in float64 on every call
+        "import mindspore as ms\nfrom mindspore import nn, ops\nclass T(nn.Cell):\n    def construct(self, x, g):\n"
+        "        return ops.grid_sample(x.astype(ms.float64), g.astype(ms.float64)).astype(x.dtype)",
     )
     clean = (
         "import torch_npu\nacc = logits.argmax(1).eq(target).float().mean()",
@@ -141,17 +144,19 @@ class Float64OnNpu(Rule):
         return isinstance(func, ast.Attribute) and func.attr in DTYPE_METHODS
 
     def _deliberate(self) -> bool:
-        """float64 that never reaches a device op: an intermediate cast back in the same expression
-        (`(x.double() ** e).to(dtype)`, `s.double().reciprocal().float()`), a tiny one-element value
+        """float64 that costs no per-step device op: outside forward and the step loop, an intermediate cast
+        back in the same expression (`(x.double() ** e).to(dtype)`, `s.double().reciprocal().float()`), a tiny
+        one-element value
         (`torch.tensor([t0], dtype=torch.double, device=d)` for a start-up all-reduce), or code that
         handles float64 inputs on purpose (under `if x.dtype == torch.double:`, restoring the caller's dtype)."""
         stack = self.ctx.stack
+        per_step = self.ctx.in_hot_method() or self.ctx.in_step_loop()
         for index in range(len(stack) - 1, 0, -1):
             node = stack[index]
             if isinstance(node, ast.stmt):
                 break
-            if isinstance(node, ast.Call) and self._casts_down(node):
-                return True
+            if isinstance(node, ast.Call) and not per_step and self._casts_down(node):
+                return True  # set-up math in float64, cast back (in forward the op between would still run)
             if isinstance(node, ast.Call) and self._one_element(node):
                 return True
         for if_node, _ in self.ctx.ifs:
