@@ -110,6 +110,7 @@ class FileContext:
         self.withs: List[ast.AST] = []
         self.stack: List[ast.AST] = []  # nodes being visited, innermost last
         self._lines: Optional[List[str]] = None
+        self._import_facts = None  # computed on demand (import_status), only when a fix is built
         self._step_cache: Dict[object, bool] = {}
         self._step_callees: Optional[Set[str]] = None
         self._file_role: Optional[Tuple[Optional[str]]] = None
@@ -208,6 +209,18 @@ class FileContext:
     def imports(self, prefix: str) -> bool:
         """Does the file import `prefix` or a submodule/name under it?"""
         return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+
+    def import_status(self, module: str) -> str:
+        """How the file imports `module` (or something under it), as the fixer sees it (fix_imports):
+        'module' when a statement of the module body itself imports it, so it is loaded whenever the file
+        runs; 'guarded' when it is imported only under if/try/with or inside a function or class (a fix
+        must not make the rest of the file depend on it); '' when the file does not import it."""
+        if self._import_facts is None:
+            from .fix_imports import import_facts
+
+            self._import_facts = import_facts(self.tree)
+        facts = self._import_facts
+        return "module" if module in facts.loaded else "guarded" if module in facts.guarded else ""
 
     def alias_for(self, qualified: str) -> Optional[str]:
         """The local spelling the file already has for a module (`import torch_npu as tnpu` -> 'tnpu')."""

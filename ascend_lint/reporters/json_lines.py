@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from . import Report
 from ._util import text
+from .json_format import record
 
 
 def _valid(value: Any) -> Any:
@@ -25,4 +26,4 @@ def _valid(value: Any) -> Any:
 
 def render(report: Report, out: TextIO) -> None:
     for finding in report.findings:
-        out.write(json.dumps(_valid(finding.to_dict()), ensure_ascii=True) + "\n")
+        out.write(json.dumps(_valid(record(finding, report)), ensure_ascii=True) + "\n")

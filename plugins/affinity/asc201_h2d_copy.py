@@ -23,6 +23,9 @@ MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault
 JIT_DECORATORS = frozenset({"mindspore.jit", "mindspore.ms_function", "mindspore.common.api.jit",
                             "mindspore.common.api.ms_function"})
 SIZE_METHODS = frozenset({"size", "numel", "dim"})
+# Tensor attributes that are facts about it, not the tensor: reading them shares nothing.
+TENSOR_FACTS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "is_npu", "requires_grad", "size", "dim",
+                          "numel", "item", "tolist", "nelement", "element_size", "stride", "is_contiguous"})
 PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "bool", "sum", "min", "max", "abs",
                            "sorted", "reversed", "zip", "enumerate", "round", "True", "False", "None"})
 
@@ -32,8 +35,10 @@ class HostToDeviceCopyInForward(Rule):
     name = "host-to-device-copy-in-forward"
     message = "`{ctor}(...)` in `{method}` is copied from host to device on every call{mode}: {remedy}"
     fix_applicability = Applicability.UNSAFE
-    triggers = ("tensor", "Tensor", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")
+    triggers = ("tensor(", "Tensor(", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")
     docs = Docs(
+        summary="A tensor built from host data in `forward` or `construct` is copied to the device on every step.",
+        measured=(57, 57),  # findings, true positives: docs/precision.md
         what="Flags, in `forward` of an `nn.Module`, `construct` of a MindSpore `Cell` or `forward`/`backward` "
              "of a `torch.autograd.Function`, a tensor built from host data (`torch.tensor`, "
              "`torch.as_tensor`, `torch.from_numpy`, `torch.Tensor(...)` and the typed `torch.*Tensor` "
@@ -81,13 +86,19 @@ class HostToDeviceCopyInForward(Rule):
                     index = self._order_buf
                     return x.index_select(1, index)
         """,
-        fix_safety="Unsafe: offered only for an `nn.Module` whose class has an `__init__`, when the moved "
-                   "expression depends on nothing but literals, module constants and `self` attributes set in "
-                   "`__init__`. The fix appends `self.register_buffer('<name>', <expr>, persistent=False)` to "
+        fix_safety="Unsafe: the fix appends `self.register_buffer('<name>', <expr>, persistent=False)` to "
                    "`__init__` and uses `self.<name>` in `forward`. It is unsafe because the tensor now "
-                   "follows the module's device and dtype casts (`model.half()` converts a float buffer), it "
-                   "appears in `named_buffers()`, and later changes to the `self` attributes no longer reach "
-                   "it.",
+                   "follows the module's device and dtype casts (`model.half()` converts a float buffer) and "
+                   "appears in `named_buffers()`. It is offered only where the buffer computes what the "
+                   "per-call tensor did: in an `nn.Module` whose `__init__` has no early `return`, when the "
+                   "moved expression reads nothing but literals, module constants and `self` attributes that "
+                   "`__init__` alone sets to plain data (built from literals, its arguments, module constants, "
+                   "builtins or numpy; never a parameter, module or tensor, which change as the model trains, "
+                   "and never changed in place elsewhere in the class); when it sets no `requires_grad` (a "
+                   "buffer would freeze `requires_grad=self.training`); and when nothing can tell that every "
+                   "call now shares one tensor: it is not mutated in place (`total += x`, `.add_()`, `out=`), "
+                   "aliased or stored (`y = t`, `self.cache = t`, `lst.append(t)`) or returned/yielded, "
+                   "directly or through a view.",
         source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (domain-notes.md, case 1).",
     )
     flagged = (
@@ -195,6 +206,7 @@ class HostToDeviceCopyInForward(Rule):
         self._scans: Dict[int, Tuple[Set[str], Set[str]]] = {}
         self._graph_mode = False  # the file runs MindSpore in GRAPH_MODE
         self._ms_findings: List[object] = []  # findings about MindSpore Tensor(...) (dropped in GRAPH_MODE)
+        self._parent_maps: Dict[int, Dict[int, ast.AST]] = {}  # hot method id -> child id -> parent (fix only)
 
     # ------------------------------------------------------------------ detection
     def visit_Call(self, node: ast.Call) -> None:
@@ -526,11 +538,14 @@ class HostToDeviceCopyInForward(Rule):
         if init is None or self_name is None:
             return None
         init_args = init.args.posonlyargs + init.args.args
-        if not init_args or init_args[0].arg != self_name:
-            return None
+        if not init_args or init_args[0].arg != self_name or any(isinstance(n, ast.Return) for n in ast.walk(init)):
+            return None  # (an early `return` could skip the appended register_buffer)
         if node is not ctor and not self._plain_move(node):
             return None
-        init_attrs = _init_only_attributes(cls.node, init, self_name)
+        if _sets_requires_grad(buffer_expr) or self._buffer_visible(node, hot.node):
+            return None  # see Fix safety: the shared buffer would be mutated, aliased or returned
+        init_attrs = {attr for attr in _init_only_attributes(cls.node, init, self_name)
+                      if self._plain_attribute(cls.node, init, self_name, attr)}
         kept: List[ast.AST] = [buffer_expr]
         if buffer_expr is ctor:  # the `device=` keyword is dropped: only the rest must be constant
             kept = list(ctor.args) + [kw.value for kw in ctor.keywords if kw.arg != "device"] + [ctor.func]
@@ -547,6 +562,145 @@ class HostToDeviceCopyInForward(Rule):
             (Edit("insert_body_end", ctx.span(init), text=text),
              Edit("replace", ctx.span(node), text=f"{self_name}.{name}")),
         )
+
+    # A tensor built per call is private to that call; a buffer is one tensor shared by every call. The
+    # fix is offered only where nothing can tell the difference.
+    def _buffer_visible(self, node: ast.expr, func: ast.AST) -> bool:
+        """Could code see that every call now gets the same tensor: is the value at `node` (or the local
+        name it is bound to) mutated in place, aliased, stored, returned or yielded?"""
+        parents = self._parents(func)
+        return self._escapes(node, parents, func, set())
+
+    def _escapes(self, node: ast.AST, parents: Dict[int, ast.AST], func: ast.AST, seen: Set[str]) -> bool:
+        current = node
+        while True:
+            parent = parents.get(id(current))
+            if isinstance(parent, (ast.Tuple, ast.List)) and isinstance(parents.get(id(parent)), (ast.Call,
+                                                                                                   ast.Subscript)):
+                current, parent = parent, parents.get(id(parent))  # `torch.cat([x, t])`, `x[:, t]`
+            if parent is None:
+                return True
+            if isinstance(parent, ast.Subscript):
+                if parent.value is not current:
+                    return False  # used as an index: read
+                current = parent  # a view of the same storage flows on
+            elif isinstance(parent, ast.IfExp):
+                if parent.test is current:
+                    return False
+                current = parent
+            elif isinstance(parent, (ast.BoolOp, ast.Starred)):
+                current = parent  # the same tensor flows on
+            elif isinstance(parent, ast.Attribute):
+                if parent.attr in TENSOR_FACTS:
+                    return False
+                call = parents.get(id(parent))
+                if isinstance(call, ast.Call) and call.func is parent:
+                    if parent.attr.endswith("_") or parent.attr in MUTATORS:
+                        return True  # in place on the shared tensor
+                    current = call  # `.view()`, `.float()`, `.to()` may return the tensor itself or a view
+                else:
+                    current = parent  # `.data`, `.T`: the same storage
+            elif isinstance(parent, ast.Call):
+                func_node = parent.func
+                called = func_node.attr if isinstance(func_node, ast.Attribute) else getattr(func_node, "id", "")
+                out = isinstance(current, ast.keyword) and current.arg == "out"
+                return out or called in MUTATORS or called in ("setattr", "register_buffer")
+            elif isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.AugAssign,
+                                     ast.Expr, ast.If, ast.While, ast.Assert, ast.keyword)):
+                if isinstance(parent, ast.keyword):  # an argument by keyword: judged at its call
+                    current = parent
+                    continue
+                return False  # a new value is computed from it, or it is only read
+            elif isinstance(parent, (ast.Assign, ast.AnnAssign)):
+                targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+                if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                    return True  # stored in an attribute, a container slot, or unpacked
+                return self._name_escapes(targets[0].id, parents, func, seen)
+            else:
+                return True  # returned, yielded, put in a container, bound by `with`/`for`, ...
+
+    def _name_escapes(self, name: str, parents: Dict[int, ast.AST], func: ast.AST, seen: Set[str]) -> bool:
+        if name in seen:
+            return False
+        seen.add(name)
+        for sub in ast.walk(func):  # every use of the local in the method (a bounded look)
+            if isinstance(sub, ast.Name) and sub.id == name:
+                if isinstance(sub.ctx, ast.Load) and self._escapes(sub, parents, func, seen):
+                    return True
+                parent = parents.get(id(sub))
+                if isinstance(parent, ast.AugAssign) and parent.target is sub:
+                    return True  # `total += ...` accumulates into the shared tensor
+            elif isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+                return True
+        return False
+
+    def _parents(self, func: ast.AST) -> Dict[int, ast.AST]:
+        key = id(func)
+        if key not in self._parent_maps:
+            self._parent_maps[key] = {id(child): node for node in ast.walk(func)
+                                      for child in ast.iter_child_nodes(node)}
+        return self._parent_maps[key]
+
+    def _plain_attribute(self, cls: ast.ClassDef, init: ast.FunctionDef, self_name: str, attr: str) -> bool:
+        """Is `self.<attr>` plain host data fixed at construction: every value `__init__` assigns to it is
+        built from literals, `__init__` arguments, module constants and pure builtins/numpy (not a
+        parameter, module or tensor, whose value changes as the model trains), and nothing in the class
+        changes it in place?"""
+        params = {a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs} - {self_name}
+        for sub in ast.walk(cls):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and _is_self_attr(
+                    sub.func.value, self_name, attr) and (sub.func.attr in MUTATORS or sub.func.attr.endswith("_")):
+                return False
+            if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                for target in targets:
+                    if isinstance(target, ast.Subscript) and _is_self_attr(target.value, self_name, attr):
+                        return False
+        values = [sub.value for sub in ast.walk(init) if isinstance(sub, (ast.Assign, ast.AnnAssign))
+                  and any(_is_self_attr(t, self_name, attr)
+                          for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))]
+        local_values: Dict[str, List[ast.expr]] = {}  # `half = channels // 2` in __init__
+        for sub in ast.walk(init):
+            if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+                local_values.setdefault(sub.targets[0].id, []).append(sub.value)
+            elif isinstance(sub, (ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+                for name in (n.id for n in ast.walk(sub) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)):
+                    local_values[name] = []  # bound some other way: not followed
+        locals_ = {name: vals[0] for name, vals in local_values.items() if len(vals) == 1 and name not in params}
+        return bool(values) and all(v is not None and self._plain_data(v, params, locals_) for v in values)
+
+    def _plain_data(self, expr: ast.expr, params: Set[str], locals_: Dict[str, ast.expr], depth: int = 0) -> bool:
+        ctx = self.ctx
+        if depth > 4:
+            return False
+        own = _comprehension_names(expr)
+        for sub in ast.walk(expr):
+            if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+                return False
+            if isinstance(sub, ast.Attribute) and not _is_call_target(expr, sub) and (
+                    ctx.qualname(sub) or "").split(".")[0] not in ("numpy", "math"):
+                return False  # attributes (configs, other members) are not followed: not known to be data
+            if isinstance(sub, ast.Call):
+                func = sub.func
+                qual = ctx.call_name(sub)
+                if isinstance(func, ast.Name) and func.id in PURE_BUILTINS and func.id not in params:
+                    continue
+                if qual is not None and qual.split(".")[0] in ("numpy", "math"):
+                    continue
+                if isinstance(func, ast.Attribute) and qual is None and not (
+                        func.attr.endswith("_") or func.attr in MUTATORS):
+                    continue  # a method of plain data: `.reshape(...)`, `.tolist()`
+                return False
+        for name_node in _name_nodes(expr):
+            name = name_node.id
+            if name in own or name in params or name in ctx.constants or name in PURE_BUILTINS:
+                continue
+            if (ctx.aliases.get(name) or "").split(".")[0] in ("numpy", "math"):
+                continue
+            if name in locals_ and self._plain_data(locals_[name], params, locals_, depth + 1):
+                continue
+            return False
+        return True
 
     @staticmethod
     def _plain_move(call: ast.Call) -> bool:
@@ -738,3 +892,24 @@ def _cpu_test(test: ast.expr) -> Optional[bool]:
 def _inside(outer: ast.AST, inner: ast.AST) -> bool:
     return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
         (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
+
+
+def _is_self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)
+            and node.value.id == self_name)
+
+
+def _is_call_target(expr: ast.AST, attribute: ast.Attribute) -> bool:
+    """Is `attribute` the method of a call inside `expr` (`np.array`, `[...].copy`)?"""
+    return any(isinstance(sub, ast.Call) and sub.func is attribute for sub in ast.walk(expr))
+
+
+def _sets_requires_grad(expr: ast.AST) -> bool:
+    """A `requires_grad=` other than False, or `.requires_grad_()`: a buffer would freeze that choice (often
+    `requires_grad=self.training`, which `train()`/`eval()` toggle)."""
+    for sub in ast.walk(expr):
+        if isinstance(sub, ast.keyword) and sub.arg == "requires_grad" and constant(sub.value, ast) is not False:
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr == "requires_grad_":
+            return True
+    return False

@@ -32,6 +32,8 @@ class DynamicShapeInForward(Rule):
     preview = True
     triggers = ("nonzero", "masked_select", "unique", "argwhere", "where", "NonZero", "MaskedSelect", "Unique", "[")
     docs = Docs(
+        summary="An op with a data-dependent output shape, such as `nonzero` or `x[mask]`, in `forward` or `construct`.",
+        measured=(73, 73),  # findings, true positives: docs/precision.md
         what="Flags, inside `forward` of a `torch.nn.Module` (or an autograd Function) and `construct` of a "
              "`mindspore.nn.Cell`: `torch.nonzero`, `masked_select`, `unique`, `argwhere` and one-argument "
              "`torch.where` (function or method form, and their MindSpore `ops` twins), boolean-mask "

@@ -15,6 +15,8 @@ class HandwrittenSwiglu(FusionRule):
     fused_ops = frozenset({"npu_swiglu"})
     triggers = ("silu", "SiLU", "act", "swish", "npu_swiglu")
     docs = Docs(
+        summary="A hand-written SwiGLU that a `torch_npu` fused operator computes in one kernel.",
+        measured=(3, 3),  # findings, true positives: docs/precision.md
         what="Flags `silu(a) * b` (either order) where `a` and `b` are the two halves of one tensor along the "
              "last dim (`a, b = x.chunk(2, dim=-1)`, `c = torch.chunk(x, 2, -1); c[0], c[1]`, or "
              "`x[..., :h]` / `x[..., h:]`) or two projections of the same input (`self.w1(x)`, `self.w3(x)`). "

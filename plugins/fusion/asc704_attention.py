@@ -44,6 +44,8 @@ class HandwrittenAttention(FusionRule):
     triggers = ("@", "matmul", "bmm", "attn", "scaled_dot_product_attention", "flash_attn", "flash_attention",
                 "fusion_attention", "npu_fused_infer_attention_score", "ALL_ATTENTION_FUNCTIONS")
     docs = Docs(
+        summary="Hand-written scaled dot-product attention that a fused attention operator computes in one kernel.",
+        measured=(2, 2),  # findings, true positives: docs/precision.md
         what="Flags scaled dot-product attention written out in one function: `softmax(S, dim=-1) @ v` (or "
              "`torch.matmul`/`torch.bmm`), where the score S is `q @ k.transpose(-2, -1)` (also "
              "`k.transpose(-1, -2)`, `k.transpose(2, 3)`, `k.mT`, `k.permute(0, 1, 3, 2)`, `torch.baddbmm`), "
