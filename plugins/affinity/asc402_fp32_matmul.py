@@ -70,7 +70,9 @@ class Fp32Matmul(Rule):
             "`Model(..., amp_level=\"O2\")`; Ascend's apex guide notes that `register_float_function` forces "
             "an op to fp32, the opposite of what the Cube wants.",
         known_problems="A Cell defined in a file that does not train it is not checked for (a): the cast "
-                       "usually lives in the training script. `amp_level=\"O1\"` counts as a cast (its white "
+                       "usually lives in the training script. For MindSpore the cost depends on the chip: the "
+                       "default precision mode of Atlas training series (`force_fp16`) already runs an fp32 "
+                       "MatMul in fp16, Atlas A2's (`must_keep_origin_dtype`) keeps it in fp32. `amp_level=\"O1\"` counts as a cast (its white "
                        "list runs MatMul in fp16). Not flagged, because they are precision decisions or never "
                        "reach the Cube's tile size: a MatMul inside an explicit `with autocast(..., "
                        "enabled=False):` block (the author forces float32 there on purpose; any context manager "
