@@ -44,11 +44,10 @@ NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:"
 NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl')  # NPU_TEXT_RE cannot match without one
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 STEP_COUNTER_RE = re.compile(r"(?:^|_)(?:step|steps|iter|iters|iteration)$", re.IGNORECASE)
-# Calls that train, by name (lower case, underscores dropped): a step (`train_step(x, y)`, a
-# `TrainOneStepCell` instance named so), an epoch (`train_one_epoch`, `run_epoch`) or more (MindSpore
-# `model.train(epochs, dataset)` with two or more arguments: torch's `model.train()` only sets the mode).
-TRAINING_CALL_RE = re.compile(r"train(?:one)?(?:step|epoch|batch|iter)|^(?:train|fit|runepoch)$")
-TRAINING_CLASS_RE = re.compile(r"(?i)train_?(?:one_?)?step")  # nn.TrainOneStepCell, TrainStepWrapCell, ...
+# MindSpore training steps by name (lower case, underscores dropped): `train_step(x, y)`, `train_one_step`,
+# `_train_one_batch(b)`, `train_iter(...)`; and the cells that run one (`nn.TrainOneStepCell`, `TrainStepWrap`).
+STEP_NAME_RE = re.compile(r"train(?:one)?(?:step|batch|iter)")
+TRAIN_STEP_CLASS_RE = re.compile(r"(?i)train_?(?:one_?)?step")
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -112,7 +111,7 @@ class FileContext:
         self.stack: List[ast.AST] = []  # nodes being visited, innermost last
         self._lines: Optional[List[str]] = None
         self._import_facts = None  # computed on demand (import_status), only when a fix is built
-        self._step_cache: Dict[object, bool] = {}  # keys: id(node), (id(node), depth), ("trains", id(node))
+        self._step_cache: Dict[object, bool] = {}
         self._step_callees: Optional[Set[str]] = None
         self._file_role: Optional[Tuple[Optional[str]]] = None
         self._scope_roles: Dict[int, Optional[str]] = {}
@@ -505,7 +504,7 @@ class FileContext:
             if isinstance(node, _STEP_BARRIERS):
                 continue
             if isinstance(node, ast.Call):
-                if is_step_call(node):
+                if is_step_call(node) or self._mindspore_step(node):
                     return True
                 callee = _local_callee(node)
                 if callee and depth < 2 and callee in self.local_functions:
@@ -515,43 +514,22 @@ class FileContext:
             todo.extend(_child_nodes(node))
         return False
 
-    def in_training_loop(self) -> bool:
-        """Inside a loop of the current function that trains: a step loop, or a loop (an epoch loop) that
-        holds one, calls a local function that holds one, or calls a whole-training API (`model.train(epochs,
-        dataset)`, `train_one_epoch(...)`). A loop over files, tensors or eval batches is not one."""
-        func = self.function
-        return any(self._trains(loop) for loop in self.loops if func is None or _contains(func.node, loop))
-
-    def _trains(self, root: ast.AST, depth: int = 0) -> bool:
-        key = ("trains", id(root))
-        if key not in self._step_cache:
-            self._step_cache[key] = False  # (recursion guard)
-            found = False
-            for node in ast.walk(root):
-                if isinstance(node, LOOP_TYPES) and self.is_step_loop(node):
-                    found = True
-                elif isinstance(node, ast.Call):
-                    found = self._training_call(node, root, depth)
-                if found:
-                    break
-            self._step_cache[key] = found
-        return self._step_cache[key]
-
-    def _training_call(self, call: ast.Call, root: ast.AST, depth: int) -> bool:
-        name = receiver_name(call.func).lower().replace("_", "")
-        if TRAINING_CALL_RE.search(name):
-            return name != "train" or len(call.args) + len(call.keywords) >= 2
+    def _mindspore_step(self, call: ast.Call) -> bool:
+        """A MindSpore training step that `is_step_call` cannot see from the call alone: a call named like a
+        step (`train_step(x, y)`, `self._train_one_batch(b)`), an instance of a `TrainOneStep*` cell
+        (`trainer = nn.TrainOneStepCell(net, opt)`; `trainer(x, y)`), or `optimizer(out[1])`."""
+        raw = receiver_name(call.func)
+        name = raw.lower().replace("_", "")
+        if STEP_NAME_RE.search(name):
+            return not raw[:1].isupper()  # `nn.TrainOneStepCell(net, opt)` builds the cell, it runs no step
         if (name.startswith("optim") or name == "opt") and len(call.args) == 1 and not call.keywords \
                 and not isinstance(call.args[0], ast.Call):
-            return True  # MindSpore's functional step `optimizer(grads)` / `optimizer(out[1])`
-        if isinstance(call.func, ast.Name):  # `trainer(x, y)` with `trainer = nn.TrainOneStepCell(...)`
+            return True
+        if isinstance(call.func, ast.Name):
             bound = self.binding(call.func.id)
             value = bound.value if bound is not None and bound.index is None else None
-            if isinstance(value, ast.Call) and TRAINING_CLASS_RE.search(receiver_name(value.func)):
-                return True
-        callee = _local_callee(call)
-        target = self.local_functions.get(callee) if callee else None
-        return target is not None and depth < 2 and target is not root and self._trains(target, depth + 1)
+            return isinstance(value, ast.Call) and TRAIN_STEP_CLASS_RE.search(receiver_name(value.func)) is not None
+        return False
 
     def guarded(self, modulo_only: bool = True) -> bool:
         """Is the current node under an `if` inside the current loop (an `if step % N == 0` guard)?"""

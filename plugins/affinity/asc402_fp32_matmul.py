@@ -33,6 +33,7 @@ REMEDY_MS = 'cast the cell with `to_float(mstype.float16)` or train with `Model(
 # Shape-only or dtype ops that keep a size-1 axis where it is (for the outer-product test).
 KEEP_AXES = frozenset({"float", "double", "half", "to", "type", "expand", "contiguous", "clone", "detach"})
 ROPE_WORDS = ("freq", "position", "theta")
+ROUTER_WORDS = ("router", "gate", "gating")  # an MoE router's logits (a bound name, a class or function name)
 # Tiny geometry: a function that inverts or decomposes a matrix works on 3x3 / 4x4 transforms.
 GEOMETRY_CALLS = frozenset({"torch.inverse", "torch.linalg.inv", "torch.linalg.solve", "torch.linalg.det",
                             "torch.det", "torch.linalg.pinv", "torch.pinverse", "torch.linalg.svd", "torch.svd",
@@ -68,7 +69,9 @@ class Fp32Matmul(Rule):
             "`Model(..., amp_level=\"O2\")`; Ascend's apex guide notes that `register_float_function` forces "
             "an op to fp32, the opposite of what the Cube wants.",
         known_problems="A Cell defined in a file that does not train it is not checked for (a): the cast "
-                       "usually lives in the training script. `amp_level=\"O1\"` counts as a cast (its white "
+                       "usually lives in the training script. For MindSpore the cost depends on the chip: the "
+                       "default precision mode of Atlas training series (`force_fp16`) already runs an fp32 "
+                       "MatMul in fp16, Atlas A2's (`must_keep_origin_dtype`) keeps it in fp32. `amp_level=\"O1\"` counts as a cast (its white "
                        "list runs MatMul in fp16). Not flagged, because they are precision decisions or never "
                        "reach the Cube's tile size: a MatMul inside an explicit `with autocast(..., "
                        "enabled=False):` block (the author forces float32 there on purpose; any context manager "
@@ -77,9 +80,13 @@ class Fp32Matmul(Rule):
                        "position_ids[:, None, :]`, `t.unsqueeze(-1) @ f.unsqueeze(-2)`, any operand named "
                        "`inv_freq`); tiny geometry (an operand named like camera intrinsics/extrinsics, poses or "
                        "rotations, or a function that also inverts or decomposes a matrix with `torch.inverse`, "
-                       "`torch.linalg.*`, `.inverse()`). Other deliberate fp32 MatMuls (an MoE router's logits, "
-                       "attention scores upcast for stability) are still reported: suppress them with "
-                       "`# noqa: ASC402`.",
+                       "`torch.linalg.*`, `.inverse()`); float32 written on purpose: under an `if` whose test names "
+                       "fp32/float32 or an upcast (`if args.router_gating_in_fp32:`, `if self.upcast_attention:`), an operand bound to a name saying so "
+                       "(`input_fp32`), an MoE router or gate (the result bound to a `router*` name, or a "
+                       "function/class named `*router*`/`*gate*`/`*gating*`), whose [tokens x hidden] x [hidden x "
+                       "experts] product is kept in fp32 by convention and is a small share of a layer's "
+                       "MatMuls. Other deliberate fp32 MatMuls (attention scores upcast for stability, small "
+                       "mixing matrices) are still reported: suppress them with `# noqa: ASC402`.",
         example="""
             class Classifier(nn.Module):
                 def forward(self, x):
@@ -146,6 +153,17 @@ class Fp32Matmul(Rule):
         # tiny geometry: camera intrinsics, a function that inverts a 4x4 pose
         "import torch\ndef project(points, cam_intrinsics):\n    return cam_intrinsics.float() @ points",
         "import torch\ndef to_ego(T, pts):\n    inv = torch.inverse(T.float())\n    return torch.matmul(T.float(), pts)",
+        # deliberately float32: a switch or a name that says so, an MoE router
+        "import torch.nn.functional as F\ndef route(self, x):\n    if self.config.router_in_fp32:\n"
+        "        return F.linear(x.float(), self.weight.float())\n    return F.linear(x, self.weight)",
+        "import torch.nn.functional as F\ndef f(x, w):\n    x_fp32 = x.float()\n    return F.linear(x_fp32, w.float())",
+        "import torch\ndef scores(self, q, k):\n    if self.upcast_attention:\n        q = q.float()\n"
+        "    return torch.bmm(q, k.transpose(-1, -2))",
+        "import torch\nimport torch.nn.functional as F\nclass TopKRouter(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return F.linear(x.float(), self.weight.float())",
+        "import torch\nimport torch.nn.functional as F\ndef f(self, h):\n"
+        "    router_logits = F.linear(h.type(torch.float32), self.classifier.weight.type(torch.float32))\n"
+        "    return router_logits",
         "import torch\ny = x.float() + w.float()",
         "import torch\nfrom apex import amp\namp.register_float_function(torch, 'softmax')",
         "import torch\nfrom apex import amp\namp.register_half_function(torch, 'bmm')",
@@ -188,6 +206,7 @@ class Fp32Matmul(Rule):
         self.reported: Set[int] = set()
         self.pending: List[Tuple[ast.AST, str, str, str, Optional[ast.AST]]] = []  # (node, op, reason, remedy, func)
         self.geometry: Set[int] = set()  # ids of functions that invert / decompose matrices
+        self.fp32_switches: List[ast.If] = []  # `if self.upcast_attention:` / `if args.fp32_router:`
 
     # --------------------------------------------------------------- handlers
     def visit_Call(self, node: ast.Call) -> None:
@@ -207,6 +226,10 @@ class Fp32Matmul(Rule):
         if found is not None:
             label, operands = found
             self._check_operands(node, label, operands)
+
+    def visit_If(self, node: ast.If) -> None:
+        if any(_says_fp32(_last_name(n)) for n in ast.walk(node.test) if isinstance(n, (ast.Name, ast.Attribute))):
+            self.fp32_switches.append(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult):
@@ -252,7 +275,8 @@ class Fp32Matmul(Rule):
         if not any(self._bits(op) == 32 for op in operands):
             return
         self.reported.add(id(node))  # (a) must not report it a second time
-        if self._forced_fp32() or self._outer_product(operands) or self._geometry_operand(operands):
+        if (self._forced_fp32() or self._outer_product(operands) or self._geometry_operand(operands)
+                or self._deliberate_fp32(operands)):
             return
         remedy = ("drop the float32 cast (`astype`/`Cast`) and keep the operands in fp16"
                   if self.ctx.imports("mindspore") and not self.ctx.imports("torch")
@@ -274,6 +298,25 @@ class Fp32Matmul(Rule):
                 if "autocast" in name.lower() and constant(argument(expr, "enabled"), True) is False:
                     return True
         return False
+
+    def _deliberate_fp32(self, operands: Sequence[ast.expr]) -> bool:
+        """Written to be float32: under a switch that names it (`if args.router_gating_in_fp32:`), through a
+        name that says so (`input_fp32 = x.float()`), or an MoE router/gate, whose [tokens x hidden] x
+        [hidden x experts] product is kept in fp32 by convention and is a small share of a layer's MatMuls."""
+        ctx = self.ctx
+        if any(if_node in self.fp32_switches for if_node, _ in ctx.ifs):
+            return True
+        for op in operands:
+            if _says_fp32(_last_name(op)):
+                return True
+            bound = ctx.binding_before(op.id, op) if isinstance(op, ast.Name) else None
+            if bound is not None and bound.stmt is not None and any(
+                    _inside(switch, bound.stmt) for switch in self.fp32_switches):
+                return True  # `if self.upcast_attention: q = q.float()`
+        stmt = next((n for n in reversed(ctx.stack) if isinstance(n, ast.stmt)), None)
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+        names = [_last_name(t).lower() for t in targets] + [s.name.lower() for s in ctx.scopes if s.name]
+        return any(word in name for name in names for word in ROUTER_WORDS)
 
     def _outer_product(self, operands: Sequence[ast.expr]) -> bool:
         """An outer product written as a matmul (inner dim 1: `inv_freq[None, :, None] @ pos[:, None, :]`,
@@ -425,6 +468,12 @@ def _unit_axis(node: ast.expr, axis: int, rope: bool) -> bool:
     return False
 
 
+def _says_fp32(name: str) -> bool:
+    """`router_gating_in_fp32`, `input_float32`, `upcast_attention`: a name that asks for float32."""
+    lowered = name.lower()
+    return "fp32" in lowered or "float32" in lowered or "upcast" in lowered
+
+
 def _last_name(node: ast.expr) -> str:
     """`self.inv_freq[None, :].float()` -> 'inv_freq'; `cam_intrinsics` -> 'cam_intrinsics'."""
     for _ in range(8):
@@ -438,3 +487,8 @@ def _last_name(node: ast.expr) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
+
+
+def _inside(outer: ast.AST, inner: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
+        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))

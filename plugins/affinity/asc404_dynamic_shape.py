@@ -99,6 +99,10 @@ class DynamicShapeInForward(Rule):
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x[:, 0]",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, mask_idx):\n"
         "        return x[mask_idx]",
+        # integer advanced indexing next to a mask-named index array
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n"
+        "        rows = torch.arange(0, g.size(0), device=g.device)\n        g[rows, masked_target] -= 1.0\n"
+        "        return g",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, d):\n        return d['key' in d]",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, masks, multi):\n"
         "        mask_slice = slice(1, None) if multi else slice(0, 1)\n        return masks[:, mask_slice]",
@@ -143,6 +147,8 @@ class DynamicShapeInForward(Rule):
         if isinstance(node.ctx, ast.Del) or not self.ctx.in_hot_method():
             return
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(self._integer_index(p) for p in parts):
+            return  # `g[arange, masked_target]`: integer advanced indexing, whatever the names say
         if not any(self._is_mask(p) for p in parts):
             return
         if isinstance(node.ctx, ast.Store):
@@ -152,6 +158,13 @@ class DynamicShapeInForward(Rule):
         else:
             self.report(node, op="boolean-mask indexing `x[mask]`", method=self._method(),
                         problem=SHAPE_PROBLEM, remedy=self._where_remedy())
+
+    def _integer_index(self, node: ast.AST) -> bool:
+        """An index array of positions: `torch.arange(n)` inline or through a local name."""
+        if isinstance(node, ast.Name):
+            bound = self.ctx.binding_before(node.id, node)
+            node = bound.value if bound is not None and bound.index is None and bound.value is not None else node
+        return isinstance(node, ast.Call) and not isinstance(node, ast.Slice) and _is_index(node)
 
     def _is_mask(self, node: ast.AST, depth: int = 0) -> bool:
         if depth > 4:
