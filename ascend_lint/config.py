@@ -49,6 +49,7 @@ class Settings:
     cache_dir: Optional[str] = None
     output_format: str = "full"
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    ignore_noqa: bool = False  # --ignore-noqa: no comment suppresses anything
     project_root: str = "."
     config_path: Optional[str] = None
 

@@ -24,7 +24,7 @@ import difflib
 import sys
 import textwrap
 import warnings
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -133,6 +133,12 @@ def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, 
             warned.add(message)
             warnings.append(message)
 
+    if any(is_applicable(f, settings) for f in findings):
+        try:  # text-level findings (unused noqa) can come from a file that does not parse: no fix there
+            current_tree = parse(text, path)
+        except SourceError as exc:
+            original.warnings = [f"not fixed: the file does not parse ({exc.reason})"]
+            return original
     for _ in range(MAX_ROUNDS):
         candidates = [f for f in current_findings if is_applicable(f, settings) and _fix_key(f) not in dropped]
         if not candidates:
@@ -210,6 +216,23 @@ def _unused_import_culprits(text: str, before: ast.Module, fixes: Sequence[Findi
         if problems:
             culprits.append((finding, problems[0]))
     return culprits
+
+
+def apply_alone(text: str, finding: Finding, tree: Optional[ast.Module] = None) -> Optional[str]:
+    """`text` (parsed: `tree`) with only `finding`'s fix applied (whatever its applicability), imports
+    it leaves unused cleaned as `--fix` cleans them; None if it cannot be applied on its own."""
+    try:
+        before = tree if tree is not None else parse(text, "<fix>")
+        attempt = _apply_once(text, [finding], before)
+        if not attempt.applied:
+            return None
+        cleaned, problems = clean_unused_imports(attempt.text, before, parse(attempt.text, "<fix>"))
+        if problems:
+            return None
+        parse(cleaned, "<fix>")
+    except (_CannotFix, SourceError):
+        return None
+    return cleaned
 
 
 def _syntax_culprits(text: str, fixes: Sequence[Finding], path: str) -> List[Finding]:
@@ -663,6 +686,11 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
         import libcst.helpers  # noqa: F401  (get_full_name_for_node)
         from libcst.metadata import MetadataWrapper
 
+    text, text_applied, findings = _apply_text_edits(text, findings)
+    if text_applied:
+        tree = None
+        if not findings:
+            return _Attempt(text, text_applied, [])
     if tree is None:
         tree = parse(text, "<fix>")
     lines = split_lines(text, keepends=True)
@@ -696,13 +724,8 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
             raise LookupError("its target is not inside one statement")
         if i not in chunks:
             chunk = chunks[i] = _Chunk(bounds[i][0], bounds[i][1])
-            try:
-                module = cst.parse_module("".join(lines[chunk.first - 1:chunk.last]))
-            except Exception as exc:
-                message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                chunk.error = f"libcst could not parse the statement at line {chunk.first}: {message}"
-            else:
-                chunk.resolver = _Resolver(cst, MetadataWrapper(module, unsafe_skip_copy=True), chunk.first - 1)
+            chunk.resolver, chunk.error = _chunk_resolver(
+                cst, MetadataWrapper, "".join(lines[chunk.first - 1:chunk.last]), chunk.first)
         chunk = chunks[i]
         if chunk.resolver is None:
             raise LookupError(chunk.error)
@@ -750,7 +773,7 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
             for module in needed:
                 imports[module] = imports.get(module, False) or names_module(texts, module)
         if not applied:
-            return _Attempt(text, [], failed)
+            return _Attempt(text, text_applied, failed)
         for chunk, op in accepted:
             chunk.ops.append(op)
         indent = _indent_unit(tree, lines)
@@ -771,10 +794,73 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
                 new_chunks[chunk.first] = code
         statements = [import_statement(m, [m] if named else []) for m, named in imports.items()]
         return _Attempt(_assemble(lines, {c.first: c.last for c in chunks.values()}, new_chunks, after, statements),
-                        applied, failed)
+                        text_applied + applied, failed)
     except Exception as exc:  # a libcst validation error or a bug here must not crash the run
         raise _CannotFix(f"cannot apply fixes {_codes(findings)}: internal error ({type(exc).__name__}: {exc}); "
                          "file left as it was") from None
+
+
+def _is_text_fix(finding: Finding) -> bool:
+    return all(e.op == "replace_text" for e in finding.fix.edits)  # type: ignore[union-attr]
+
+
+def _apply_text_edits(text: str, findings: Sequence[Finding]) -> Tuple[str, List[Finding], List[Finding]]:
+    """Apply the fixes made of `replace_text` edits (plain text within one line, e.g. a comment).
+
+    A text fix on a line that another fix of this round touches, or that overlaps an earlier text
+    fix, waits for the next round. Returns (text, applied, the other findings).
+    """
+    structural = [f for f in findings if not _is_text_fix(f)]
+    if len(structural) == len(findings):
+        return text, [], list(findings)
+    busy = {n for f in structural for e in f.fix.edits  # type: ignore[union-attr]
+            for n in range(e.span.line, e.span.end_line + 1)}
+    lines = split_lines(text, keepends=True)
+    taken: Dict[int, List[Tuple[int, int]]] = {}
+    edits: List[Edit] = []
+    applied: List[Finding] = []
+    for finding in findings:
+        if not _is_text_fix(finding):
+            continue
+        mine = finding.fix.edits  # type: ignore[union-attr]
+        if any(e.span.line != e.span.end_line or e.span.line in busy or not 0 < e.span.line <= len(lines)
+               or any(e.span.col < end and start < e.span.end_col for start, end in taken.get(e.span.line, []))
+               for e in mine):
+            continue
+        for e in mine:
+            taken.setdefault(e.span.line, []).append((e.span.col, e.span.end_col))
+        edits.extend(mine)
+        applied.append(finding)
+    for e in sorted(edits, key=lambda e: (e.span.line, e.span.col), reverse=True):
+        line = lines[e.span.line - 1]
+        body = line.rstrip("\r\n")
+        body = body[:e.span.col] + e.text + body[e.span.end_col:]
+        lines[e.span.line - 1] = body + line[len(line.rstrip("\r\n")):]
+    return "".join(lines), applied, structural
+
+
+_RESOLVERS: "OrderedDict[Tuple[str, int], Tuple[Optional[_Resolver], str]]" = OrderedDict()
+RESOLVER_CACHE = 4  # chunks kept parsed: fixes applied one at a time (json edits, editors) reuse them
+
+
+def _chunk_resolver(cst: Any, wrapper: Any, source: str, first: int) -> Tuple[Optional[_Resolver], str]:
+    """(resolver, error) for the chunk `source` starting at line `first`; a resolver is read-only,
+    so the last few are kept: the libcst parse and its positions are most of a fix's cost."""
+    key = (source, first)
+    if key in _RESOLVERS:
+        _RESOLVERS.move_to_end(key)
+        return _RESOLVERS[key]
+    try:
+        module = cst.parse_module(source)
+        found: Tuple[Optional[_Resolver], str] = (
+            _Resolver(cst, wrapper(module, unsafe_skip_copy=True), first - 1), "")
+    except Exception as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        found = (None, f"libcst could not parse the statement at line {first}: {message}")
+    _RESOLVERS[key] = found
+    while len(_RESOLVERS) > RESOLVER_CACHE:
+        _RESOLVERS.popitem(last=False)
+    return found
 
 
 def _assemble(lines: List[str], ends: Dict[int, int], new_chunks: Dict[int, str], after: int,

@@ -52,6 +52,8 @@ class Edit:
     - ``insert_after``: insert the statement(s) `text` after the statement at `span`, same indent.
     - ``insert_body_end``: append the statement(s) `text` at the end of the body of the compound
       statement (function, class) at `span`.
+    - ``replace_text``: replace the characters of one line at `span` with `text` as it is (no
+      newline): for what libcst does not model as code, such as a comment.
     """
 
     op: str
@@ -102,10 +104,11 @@ class Finding:
 
 @dataclass
 class Docs:
-    """Rule documentation in ruff's sections."""
+    """Rule documentation in ruff's sections, and a one-sentence `summary` (SARIF, editors, listings)."""
 
     what: str
     why: str
+    summary: str = ""  # one sentence, at most ~120 characters; derived from `what` when empty
     example: str = ""
     use_instead: str = ""
     fix_safety: str = "No fix is offered."
@@ -124,6 +127,9 @@ class Rule:
     preview: ClassVar[bool] = False
     npu_context: ClassVar[bool] = False  # silent in files without NPU context
     silent_when_auto_migrated: ClassVar[bool] = False  # silent where transfer_to_npu is imported
+    # Silent in code that is not training code (tests, benchmarks, offline tools, weight init/loading,
+    # data collation: `FileContext.non_training_reason`); whole files of it are not even parsed for it.
+    training_code_only: ClassVar[bool] = True
     fix_applicability: ClassVar[Optional[Applicability]] = None  # the best fix it can offer
     options: ClassVar[Dict[str, Any]] = {}
     # Cheap pre-filters. A file is checked only if it contains one of `file_triggers` (by default the
@@ -154,7 +160,10 @@ class Rule:
         fix: Optional[Fix] = None,
         **fields: Any,
     ) -> None:
-        """Report a finding at `node` (its first line is where `# noqa` is honoured)."""
+        """Report a finding at `node` (its first line is where `# noqa` is honoured); nothing is reported
+        in code that is not training code, unless the rule says it applies there."""
+        if self.training_code_only and self.ctx.in_non_training_code(node):
+            return
         text = message if message is not None else self.message.format(**fields)
         span = self.ctx.span(node)
         self.findings.append(

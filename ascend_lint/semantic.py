@@ -9,10 +9,12 @@ the subtree asked about, once, and are cached.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
+from . import training_code
 from .fileio import split_lines
 from .rule import Span
 
@@ -41,8 +43,11 @@ HOT_METHODS = {"module": ("forward",), "cell": ("construct",), "function": ("for
 NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:""")
 NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl')  # NPU_TEXT_RE cannot match without one
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
-TEST_FUNCTION_PREFIXES = ("test", "bench")
 STEP_COUNTER_RE = re.compile(r"(?:^|_)(?:step|steps|iter|iters|iteration)$", re.IGNORECASE)
+# MindSpore training steps by name (lower case, underscores dropped): `train_step(x, y)`, `train_one_step`,
+# `_train_one_batch(b)`, `train_iter(...)`; and the cells that run one (`nn.TrainOneStepCell`, `TrainStepWrap`).
+STEP_NAME_RE = re.compile(r"train(?:one)?(?:step|batch|iter)")
+TRAIN_STEP_CLASS_RE = re.compile(r"(?i)train_?(?:one_?)?step")
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -87,8 +92,10 @@ class Scope:
 class FileContext:
     """Everything a rule may ask about the file and about where the walk currently is."""
 
-    def __init__(self, path: str, text: str, tree: ast.Module, target: str = "auto") -> None:
+    def __init__(self, path: str, text: str, tree: ast.Module, target: str = "auto",
+                 root: Optional[str] = None) -> None:
         self.path = path
+        self.root = root  # the project root: where the path-based "not training code" signals start
         self.text = text
         self.tree = tree
         self.target = target
@@ -106,6 +113,10 @@ class FileContext:
         self._import_facts = None  # computed on demand (import_status), only when a fix is built
         self._step_cache: Dict[object, bool] = {}
         self._step_callees: Optional[Set[str]] = None
+        self._file_role: Optional[Tuple[Optional[str]]] = None
+        self._scope_roles: Dict[int, Optional[str]] = {}
+        self._role_spans: Optional[List[Tuple[int, int, str]]] = None
+        self._local_calls: Optional[Set[str]] = None
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
         self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES) or any(
@@ -387,13 +398,68 @@ class FileContext:
             return False
         return not called_only or func.name in self.step_loop_callees()
 
-    def in_test_code(self) -> bool:
-        """In a test or benchmark: a `test_*.py` / `*_test.py` file, or inside a function named
-        `test*` or `bench*` (pytest's convention; not training code)."""
-        base = self.path.replace("\\", "/").rsplit("/", 1)[-1]
-        if base.startswith("test_") or base.endswith("_test.py"):
-            return True
-        return any(s.kind == "function" and s.name.lower().startswith(TEST_FUNCTION_PREFIXES) for s in self.scopes)
+    # ------------------------------------------------------ not training code
+    def non_training_reason(self, node: Optional[ast.AST] = None) -> Optional[str]:
+        """Why the code at `node` (default: where the walk is) is not training code -- 'test code', 'a
+        benchmark', 'weight initialisation', ... (see `training_code`) -- or None for training code."""
+        if self._file_role is None:
+            self._file_role = (training_code.path_reason(project_relative(self.path, self.root)),)
+        if self._file_role[0] is not None:
+            return self._file_role[0]
+        innermost = self.scopes[-1].node
+        if node is None or (len(self.scopes) > 1 and _contains(innermost, node)):
+            for scope in self.scopes[1:]:
+                reason = self._scope_role(scope)
+                if reason is not None:
+                    return reason
+            return None
+        return self._role_at(node)
+
+    def in_non_training_code(self, node: Optional[ast.AST] = None) -> bool:
+        """Tests, benchmarks, offline tools, weight init/loading, data collation: not training code."""
+        return self.non_training_reason(node) is not None
+
+    def _scope_role(self, scope: Scope) -> Optional[str]:
+        key = id(scope.node)
+        if key not in self._scope_roles:
+            self._scope_roles[key] = self._def_role(scope.node)
+        return self._scope_roles[key]
+
+    def _def_role(self, node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.ClassDef):
+            return training_code.class_reason(
+                node.name, [self.qualname(b) or (b.id if isinstance(b, ast.Name) else None) for b in node.bases])
+        if isinstance(node, FUNC_TYPES):
+            reason = training_code.function_reason(node.name)
+            if reason == "test code" and node.name in self._called_names():
+                return None  # pytest never runs a test its own file calls: `def test_train(cfg)` trains
+            return reason
+        return None
+
+    def _called_names(self) -> Set[str]:
+        """Names this file calls as `f(...)` / `self.f(...)` (computed once, only when asked)."""
+        if self._local_calls is None:
+            self._local_calls = _called_local_names(self.tree)
+        return self._local_calls
+
+    def _role_at(self, node: ast.AST) -> Optional[str]:
+        """The reason of the outermost function/class that contains `node`, by position (after the walk)."""
+        if self._role_spans is None:
+            self._role_spans = []
+            todo: List[ast.AST] = list(self.tree.body)
+            while todo:
+                item = todo.pop()
+                if isinstance(item, (ast.ClassDef,) + FUNC_TYPES):
+                    reason = self._def_role(item)
+                    if reason is not None:
+                        self._role_spans.append((item.lineno, item.end_lineno or item.lineno, reason))
+                        continue
+                todo.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
+        line = getattr(node, "lineno", 0)
+        for first, last, reason in self._role_spans:
+            if first <= line <= last:
+                return reason
+        return None
 
     def step_loop_callees(self) -> Set[str]:
         """Names of local functions/methods called from a step loop of this file (computed once)."""
@@ -438,7 +504,7 @@ class FileContext:
             if isinstance(node, _STEP_BARRIERS):
                 continue
             if isinstance(node, ast.Call):
-                if is_step_call(node):
+                if is_step_call(node) or self._mindspore_step(node):
                     return True
                 callee = _local_callee(node)
                 if callee and depth < 2 and callee in self.local_functions:
@@ -446,6 +512,23 @@ class FileContext:
                     if target is not root and self._callee_steps(target, depth + 1):
                         return True
             todo.extend(_child_nodes(node))
+        return False
+
+    def _mindspore_step(self, call: ast.Call) -> bool:
+        """A MindSpore training step that `is_step_call` cannot see from the call alone: a call named like a
+        step (`train_step(x, y)`, `self._train_one_batch(b)`), an instance of a `TrainOneStep*` cell
+        (`trainer = nn.TrainOneStepCell(net, opt)`; `trainer(x, y)`), or `optimizer(out[1])`."""
+        raw = receiver_name(call.func)
+        name = raw.lower().replace("_", "")
+        if STEP_NAME_RE.search(name):
+            return not raw[:1].isupper()  # `nn.TrainOneStepCell(net, opt)` builds the cell, it runs no step
+        if (name.startswith("optim") or name == "opt") and len(call.args) == 1 and not call.keywords \
+                and not isinstance(call.args[0], ast.Call):
+            return True
+        if isinstance(call.func, ast.Name):
+            bound = self.binding(call.func.id)
+            value = bound.value if bound is not None and bound.index is None else None
+            return isinstance(value, ast.Call) and TRAIN_STEP_CLASS_RE.search(receiver_name(value.func)) is not None
         return False
 
     def guarded(self, modulo_only: bool = True) -> bool:
@@ -501,6 +584,18 @@ class FileContext:
         if end_col is None:
             end_col = col
         return Span(line, self.char_col(line, col), end_line, self.char_col(end_line, end_col))
+
+
+def project_relative(path: str, root: Optional[str]) -> str:
+    """`path` relative to the project `root` when it lies below it, else `path` as given."""
+    if root:
+        try:
+            rel = os.path.relpath(os.path.abspath(path), root)
+        except ValueError:
+            return path
+        if not rel.startswith(".."):
+            return rel
+    return path
 
 
 def _top_level_statements(body: List[ast.stmt]):

@@ -111,7 +111,8 @@ def finetune_cosine_head(net, data_dir, num_classes, epochs):
             loss = train_net(images, labels)
             if step % 100 == 0:
                 print(f"epoch {epoch} step {step} loss {loss}")  # every 100 steps: not flagged
-        ms.save_checkpoint(net, f"resnet50_cosine_e{epoch}.ckpt")  # expect: ASC501
+                ms.save_checkpoint(net, "resnet50_cosine_last.ckpt")  # expect: ASC501
+        ms.save_checkpoint(net, f"resnet50_cosine_e{epoch}.ckpt")  # once per epoch: not flagged
 
 
 if __name__ == "__main__":

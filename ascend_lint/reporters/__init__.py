@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, TextIO, Type
+from typing import Callable, Dict, List, Optional, TextIO, Type
 
-from ..rule import Finding, Rule
+from ..rule import Applicability, Finding, Rule
 from ..sanitize import is_unsafe, sanitize
 
 # format name -> "module:function" (imported only when used)
@@ -24,6 +24,10 @@ FORMATS: Dict[str, str] = {
 }
 
 
+def _no_text(path: str) -> Optional[str]:
+    return None
+
+
 @dataclass
 class Report:
     findings: List[Finding]
@@ -34,6 +38,15 @@ class Report:
     fixed: int = 0
     unsafe_fixable: int = 0
     files: int = 0
+    text_of: Callable[[str], Optional[str]] = _no_text  # a file's full text (for fix edits), None if unknown
+
+
+def fix_applies(finding: Finding, unsafe_fixes: bool) -> bool:
+    """Would `--fix` apply this finding's fix (its unsafe fixes only with `--unsafe-fixes`)? `[*]` marks it."""
+    fix = finding.fix
+    if fix is None:
+        return False
+    return fix.applicability is Applicability.SAFE or (fix.applicability is Applicability.UNSAFE and unsafe_fixes)
 
 
 def get_reporter(name: str) -> Callable[[Report, TextIO], None]:

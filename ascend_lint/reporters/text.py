@@ -5,7 +5,7 @@ from typing import TextIO
 
 from ..rule import Applicability, Finding
 from ..sanitize import sanitize
-from . import Report, clean_text
+from . import Report, clean_text, fix_applies
 
 BOLD, RED, CYAN, YELLOW, RESET = "\033[1m", "\033[31m", "\033[36m", "\033[33m", "\033[0m"
 
@@ -15,14 +15,7 @@ def _paint(text: str, code: str, color: bool) -> str:
 
 
 def fix_marker(finding: Finding, report: Report) -> str:
-    fix = finding.fix
-    if fix is None:
-        return ""
-    if fix.applicability is Applicability.SAFE or (
-        fix.applicability is Applicability.UNSAFE and report.unsafe_fixes
-    ):
-        return "[*] "
-    return ""
+    return "[*] " if fix_applies(finding, report.unsafe_fixes) else ""
 
 
 def headline(finding: Finding, report: Report) -> str:

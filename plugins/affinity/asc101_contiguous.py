@@ -23,6 +23,7 @@ class ContiguousAfterView(Rule):
     file_triggers = ("contiguous",)  # model helpers may not import torch themselves
     triggers = ("contiguous",)
     docs = Docs(
+        summary="`.contiguous()` after a view op such as `transpose` or `chunk` makes a slow framework copy on Ascend.",
         what="Flags `.contiguous()` called on the result of a view-producing op (`transpose`, `permute`, "
              "`t`, `.T`/`.mT`, `swapaxes`/`swapdims`, `movedim`, `chunk`, `split`, `tensor_split`, "
              "`unbind`, `narrow`, `expand`), chained or through a local name that was not rebound.",
@@ -34,8 +35,7 @@ class ContiguousAfterView(Rule):
         known_problems="Pieces of `chunk`/`split`/`unbind`/`narrow` along dim 0 are contiguous already and "
                        "are not flagged; a dim read from a local, a parameter default or a module constant "
                        "is resolved, a dim that may be 0 (`2 if x.ndim == 4 else 0`) counts as 0, and any "
-                       "other variable dim is assumed not to be 0. Test code (`test_*.py`, functions named "
-                       "`test*`/`bench*`) is not reported. The rule cannot see shapes: a `transpose` "
+                       "other variable dim is assumed not to be 0. The rule cannot see shapes: a `transpose` "
                        "of a size-1 dim or `t()` of a 1-D tensor is a no-op copy and is still reported.",
         example="""
             def channel_shuffle(x, groups):
@@ -99,8 +99,6 @@ class ContiguousAfterView(Rule):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "contiguous" and not node.args):
-            return
-        if self.ctx.in_test_code():  # a unit test of a view op is not model code
             return
         receiver = func.value
         for _ in range(4):  # x.unbind(1)[0], a local name, or a piece of one: `parts = x.chunk(2, 1); parts[0]`

@@ -19,6 +19,10 @@ NON_DATA_KEYWORDS = frozenset({"device", "dtype", "requires_grad", "pin_memory",
 # Builtins a constant-only expression may call (pure, no inputs).
 # In-place container methods: a list built empty and appended to holds computed data.
 MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "__setitem__"})
+# Decorators that compile a MindSpore function or construct into a static graph (constants folded).
+JIT_DECORATORS = frozenset({"mindspore.jit", "mindspore.ms_function", "mindspore.common.api.jit",
+                            "mindspore.common.api.ms_function"})
+SIZE_METHODS = frozenset({"size", "numel", "dim"})
 # Tensor attributes that are facts about it, not the tensor: reading them shares nothing.
 TENSOR_FACTS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "is_npu", "requires_grad", "size", "dim",
                           "numel", "item", "tolist", "nelement", "element_size", "stride", "is_contiguous"})
@@ -29,10 +33,11 @@ PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "boo
 class HostToDeviceCopyInForward(Rule):
     code = "ASC201"
     name = "host-to-device-copy-in-forward"
-    message = "`{ctor}(...)` in `{method}` is copied from host to device on every call: {remedy}"
+    message = "`{ctor}(...)` in `{method}` is copied from host to device on every call{mode}: {remedy}"
     fix_applicability = Applicability.UNSAFE
-    triggers = ("tensor", "Tensor", "from_numpy", ".npu(", ".cuda(", ".to(")
+    triggers = ("tensor(", "Tensor(", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")
     docs = Docs(
+        summary="A tensor built from host data in `forward` or `construct` is copied to the device on every step.",
         what="Flags, in `forward` of an `nn.Module`, `construct` of a MindSpore `Cell` or `forward`/`backward` "
              "of a `torch.autograd.Function`, a tensor built from host data (`torch.tensor`, "
              "`torch.as_tensor`, `torch.from_numpy`, `torch.Tensor(...)` and the typed `torch.*Tensor` "
@@ -45,11 +50,20 @@ class HostToDeviceCopyInForward(Rule):
             "`index.to('npu')` in `forward` was removed by registering the index tensors as module buffers "
             "(`register_buffer`), which `model.to(device)` moves once.",
         known_problems="Tensors whose data depend on the method's inputs are not reported (the copy is then "
-                       "part of the computation), nor tensors cached under a condition (`if self.idx is None:`) "
-                       "or code in tests (`test_*.py`, functions named `test*`/`bench*`). MindSpore in GRAPH_MODE (or under `@jit`) folds a `Tensor(...)` "
-                       "of constants at compile time, so there the finding costs little; in PyNative mode (the "
-                       "default of `mindspore.set_context` since 2.x; GRAPH_MODE was the 1.x default) every "
-                       "call builds it on the host and copies it.",
+                       "part of the computation), except a constant repeated a batch-sized number of times "
+                       "(`torch.tensor([c] * x.shape[0])`, `[c] * len(x)`, `[c] * b` with `b, n = x.shape`), "
+                       "which `torch.full((n,), c, device=x.device)` builds on the device; nor tensors cached "
+                       "under a condition (`if self.idx is None:`), code in a branch that only runs on the CPU "
+                       "(`if x.device.type == 'cpu':`, the `else` of `if x.is_npu:` / `if not "
+                       "self.is_cpu_device:`). "
+                       "MindSpore: in PyNative mode (the default of `mindspore.set_context` since 2.x) every "
+                       "call builds a `Tensor(...)` on the host and copies it, which is what the message says; "
+                       "a `construct` compiled into a static graph holds such a tensor of constants as a graph "
+                       "constant, uploaded once. So nothing is reported for a `construct` under `@jit` / "
+                       "`@ms_function`, in a file that calls `set_context(mode=GRAPH_MODE)`, or in a "
+                       "`TrainOneStep*` wrapper cell (the unit `Model.train` compiles and sinks; its constants "
+                       "are per-step scalars such as loss-scale flags). GRAPH_MODE set by another module (the "
+                       "training script) is not seen.",
         example="""
             class ShuffleUnit(nn.Module):
                 def __init__(self, channels):
@@ -119,6 +133,14 @@ class HostToDeviceCopyInForward(Rule):
         "        mean = Tensor(np.array([0.5, 0.5, 0.5], np.float32).reshape(1, 3, 1, 1))\n        return x - mean",
         "import mindspore as ms\nclass Net(ms.nn.Cell):\n    def construct(self, x):\n"
         "        return x * ms.Tensor([2.0], ms.float32)",
+        # a constant repeated a batch-sized number of times: fill it on the device
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x + torch.tensor([1] * x.shape[0]).to(x.device)",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        b, n = x.shape\n"
+        "        labels = torch.tensor([0.0] * b, device=x.device)\n        return x, labels",
+        # a device branch that is not the CPU one
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.device.type == 'npu':\n"
+        "            x = x + torch.tensor([1.0]).to(x.device)\n        return x",
     )
     clean = (
         # factories that allocate on the device
@@ -159,6 +181,21 @@ class HostToDeviceCopyInForward(Rule):
         # MindSpore: a cast of an input, or a tensor built from the input
         "from mindspore import Tensor, nn\nimport mindspore as ms\nclass Net(nn.Cell):\n"
         "    def construct(self, x):\n        return Tensor(x, ms.float32)",
+        # MindSpore compiled into a static graph: constants are folded (GRAPH_MODE, @jit, TrainOneStep wrappers)
+        "import mindspore as ms\nclass Net(ms.nn.Cell):\n    def construct(self, x):\n"
+        "        return x * ms.Tensor([2.0], ms.float32)\nms.set_context(mode=ms.GRAPH_MODE)",
+        "import mindspore as ms\nfrom mindspore import jit\nclass Net(ms.nn.Cell):\n    @jit\n"
+        "    def construct(self, x):\n        return x * ms.Tensor([2.0], ms.float32)",
+        "import mindspore as ms\nfrom mindspore import nn\nclass Step(nn.TrainOneStepWithLossScaleCell):\n"
+        "    def construct(self, *inputs):\n        overflow = ms.Tensor(False)\n        return overflow",
+        # a CPU-only branch: the host is the device there
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.device.type == 'cpu':\n"
+        "            return x + torch.tensor([1.0]).to(x.device)\n        return x + 1",
+        "import mindspore as ms\nclass Step(ms.nn.Cell):\n    def construct(self, x):\n"
+        "        if not self.is_cpu_device:\n            return x\n        else:\n            return ms.Tensor(False)",
+        # a list built from the input's values is data, not a fill
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, ids):\n"
+        "        return torch.tensor([ids[0]] * x.shape[0]).to(x.device)",
     )
 
     def __init__(self, ctx, options=None) -> None:
@@ -166,12 +203,18 @@ class HostToDeviceCopyInForward(Rule):
         self._reported: Set[int] = set()
         self._buffer_names: Dict[int, Set[str]] = {}  # class node id -> names taken so far
         self._scans: Dict[int, Tuple[Set[str], Set[str]]] = {}
+        self._graph_mode = False  # the file runs MindSpore in GRAPH_MODE
+        self._ms_findings: List[object] = []  # findings about MindSpore Tensor(...) (dropped in GRAPH_MODE)
         self._parent_maps: Dict[int, Dict[int, ast.AST]] = {}  # hot method id -> child id -> parent (fix only)
 
     # ------------------------------------------------------------------ detection
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
-        if not ctx.in_hot_method() or id(node) in self._reported or ctx.in_test_code():
+        if not ctx.in_hot_method():
+            if not self._graph_mode and method_name(node) == "set_context" and self._sets_graph_mode(node):
+                self._graph_mode = True
+            return
+        if id(node) in self._reported or self._in_cpu_branch():
             return
         method = method_name(node)
         if method in MOVES and self._moves_to_device(node):
@@ -181,18 +224,102 @@ class HostToDeviceCopyInForward(Rule):
                 if not self._depends_on_inputs(ctor):
                     self._reported.add(id(ctor))
                     self._flag(node, ctor, buffer_expr=node.func.value if direct else None)
+                elif self._batch_fill(ctor) is not None:
+                    self._reported.add(id(ctor))
+                    self._flag(node, ctor, buffer_expr=None, fill=self._batch_fill(ctor))
             return
         qual = ctx.call_name(node)
         if qual in TORCH_CTORS:
             device = keyword(node, "device")
-            if device is not None and self._is_device(device.value) and not self._depends_on_inputs(node):
-                self._flag(node, node, buffer_expr=node)
-        elif qual in MS_CTORS and self._hot_class_kind() == "cell":
+            if device is not None and self._is_device(device.value):
+                if not self._depends_on_inputs(node):
+                    self._flag(node, node, buffer_expr=node)
+                elif self._batch_fill(node) is not None:
+                    self._flag(node, node, buffer_expr=None, fill=self._batch_fill(node))
+        elif qual in MS_CTORS and self._hot_class_kind() == "cell" and not self._graph_compiled():
             data = argument(node, "input_data", 0)
             if data is not None and self._ms_host_data(data) and not self._depends_on_inputs(node):
+                before = len(self.findings)
                 self._flag(node, node, buffer_expr=None)
+                self._ms_findings.extend(self.findings[before:])
 
-    def _flag(self, node: ast.Call, ctor: ast.Call, buffer_expr: Optional[ast.expr]) -> None:
+    def end_file(self) -> None:
+        if self._graph_mode and self._ms_findings:
+            dropped = {id(f) for f in self._ms_findings}
+            self.findings = [f for f in self.findings if id(f) not in dropped]
+
+    # ------------------------------------------------------------ where the copy is real
+    def _sets_graph_mode(self, call: ast.Call) -> bool:
+        """`set_context(mode=GRAPH_MODE)` / `context.set_context(mode=0)`: MindSpore compiles each Cell's
+        `construct` into a static graph, where a `Tensor(...)` of constants is folded at compile time."""
+        mode = keyword(call, "mode")
+        if mode is None:
+            return False
+        value = mode.value
+        name = value.attr if isinstance(value, ast.Attribute) else value.id if isinstance(value, ast.Name) else ""
+        return name == "GRAPH_MODE" or constant(value) == 0
+
+    def _graph_compiled(self) -> bool:
+        """`construct` under `@jit` / `@ms_function`, or of a `TrainOneStep*` wrapper cell: compiled into a
+        graph whose constants are folded (wrappers are what `Model.train` compiles and sinks; their
+        constants are per-step scalars such as loss-scale flags)."""
+        hot = self.ctx.hot_method()
+        if hot is not None:
+            for decorator in getattr(hot.node, "decorator_list", ()):
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                qual = self.ctx.qualname(target) or ""
+                if qual in JIT_DECORATORS or (qual.startswith("mindspore.") and qual.rsplit(".", 1)[-1] in (
+                        "jit", "ms_function")):
+                    return True
+        cls = self._hot_class()
+        if cls is not None and isinstance(cls.node, ast.ClassDef):
+            return any("TrainOneStep" in ast.unparse(base).rsplit(".", 1)[-1] for base in cls.node.bases)
+        return False
+
+    def _in_cpu_branch(self) -> bool:
+        """Inside a branch that only runs on the CPU (`if x.device.type == 'cpu':`, the `else` of
+        `if x.is_npu:` / `if not self.is_cpu_device:`): there the "device" is the host."""
+        hot = self.ctx.hot_method()
+        for if_node, in_else in self.ctx.ifs:
+            if hot is not None and not _inside(hot.node, if_node):
+                continue
+            side = _cpu_test(if_node.test)
+            if side is not None and side == in_else:
+                return True
+        return False
+
+    def _batch_fill(self, ctor: ast.Call) -> Optional[Tuple[str, str]]:
+        """(size, value) for `torch.tensor([c] * x.shape[0])` / `[c] * len(x)`: a constant repeated a
+        batch-sized number of times, which `torch.full` builds on the device."""
+        data = argument(ctor, "data", 0)
+        if not (isinstance(data, ast.BinOp) and isinstance(data.op, ast.Mult)):
+            return None
+        for seq, count in ((data.left, data.right), (data.right, data.left)):
+            if (isinstance(seq, ast.List) and len(seq.elts) == 1
+                    and isinstance(constant(seq.elts[0]), (int, float, bool)) and self._size_expr(count)):
+                return ast.unparse(count), ast.unparse(seq.elts[0])
+        return None
+
+    def _size_expr(self, node: ast.expr, depth: int = 0) -> bool:
+        """`x.shape[0]`, `x.size(0)`, `len(x)`, or a local name bound to one of them."""
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "len":
+                return True
+            return isinstance(func, ast.Attribute) and func.attr in SIZE_METHODS and self.ctx.qualname(func) is None
+        if isinstance(node, ast.Name) and depth < 3:
+            bound = self.ctx.binding(node.id)
+            if bound is not None and bound.value is not None:
+                value = bound.value
+                if bound.index is not None and isinstance(value, ast.Attribute) and value.attr == "shape":
+                    return True  # `b, n = x.shape`
+                return bound.index is None and self._size_expr(value, depth + 1)
+        return False
+
+    def _flag(self, node: ast.Call, ctor: ast.Call, buffer_expr: Optional[ast.expr],
+              fill: Optional[Tuple[str, str]] = None) -> None:
         if self._lazily_cached():
             return
         ctx = self.ctx
@@ -201,7 +328,12 @@ class HostToDeviceCopyInForward(Rule):
         label = ctx.call_name(ctor) or "tensor"
         label = label.replace("mindspore.", "") if label.startswith("mindspore.") else label
         scalar = isinstance(constant(argument(ctor, "data", 0)), (int, float)) and ctx.call_name(ctor) in TORCH_CTORS
-        if scalar:
+        if fill is not None:
+            size, value = fill if len(fill[0]) <= 30 else ("n", fill[1])
+            device = _device_text(node)
+            remedy = (f"fill it on the device instead: `torch.full(({size},), {value}, device={device})` "
+                      "(keep its dtype)")
+        elif scalar:
             remedy = ("a scalar needs no copy: pass the Python number to the op, or fill it on the device with "
                       "`torch.full((), value, device=...)`")
         elif kind == "module":
@@ -212,7 +344,8 @@ class HostToDeviceCopyInForward(Rule):
         else:
             remedy = "build it once outside the Function (e.g. a module buffer) and pass it in"
         fix = self._fix(node, ctor, buffer_expr) if kind == "module" and buffer_expr is not None else None
-        self.report(node, ctor=label, method=hot.name if hot else "forward", remedy=remedy, fix=fix)
+        mode = " in PyNative mode (MindSpore's default; GRAPH_MODE and `@jit` fold it)" if kind == "cell" else ""
+        self.report(node, ctor=label, method=hot.name if hot else "forward", mode=mode, remedy=remedy, fix=fix)
 
     def _hot_class_kind(self) -> Optional[str]:
         cls = self._hot_class()
@@ -715,6 +848,44 @@ def _class_names(cls: ast.ClassDef) -> Set[str]:
         if isinstance(item, ast.Assign):
             names.update(t.id for t in item.targets if isinstance(t, ast.Name))
     return names
+
+
+def _device_text(call: ast.Call) -> str:
+    """How the call names its device, for the message: `x.device`, `'npu'`; `...` when long or unknown."""
+    device = keyword(call, "device")
+    value = device.value if device is not None else call.args[0] if method_name(call) == "to" and call.args else None
+    text = ast.unparse(value) if value is not None else "..."
+    return text if len(text) <= 30 else "..."
+
+
+CPU_WORDS = ("cpu",)
+DEVICE_WORDS = ("npu", "cuda", "gpu", "ascend")
+
+
+def _cpu_test(test: ast.expr) -> Optional[bool]:
+    """Which branch of `if test:` runs only on the CPU: False for the body, True for the `else`, None if
+    the test says nothing about the device."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    side: Optional[bool] = None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        strings = [constant(e) for e in (test.left, test.comparators[0])]
+        text = next((v for v in strings if isinstance(v, str)), None)
+        if text is not None and text.split(":")[0] in ("cpu", "npu", "cuda", "gpu"):
+            on_cpu = text.startswith("cpu")
+            equal = isinstance(test.ops[0], (ast.Eq, ast.Is))
+            if equal or isinstance(test.ops[0], (ast.NotEq, ast.IsNot)):
+                side = not (on_cpu == equal)  # the body runs on the CPU when (cpu, ==) or (npu, !=)
+    elif isinstance(test, (ast.Name, ast.Attribute)):
+        name = (test.attr if isinstance(test, ast.Attribute) else test.id).lower()
+        if any(w in name for w in CPU_WORDS):
+            side = False
+        elif any(w in name for w in DEVICE_WORDS):
+            side = True
+    if side is None:
+        return None
+    return not side if negated else side
 
 
 def _inside(outer: ast.AST, inner: ast.AST) -> bool:

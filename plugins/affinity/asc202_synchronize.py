@@ -19,16 +19,20 @@ STREAM_FACTORIES = frozenset(
     for name in ("current_stream", "default_stream", "Stream", "Event", "ExternalStream")
 ) | {"torch.Event", "torch.Stream", "torch.accelerator.current_stream"}
 RECEIVER_WORDS = ("stream", "event")
+STEP_REMEDY = "remove it, or run it only every N steps (`if step % N == 0:`)"
+# A forward/construct runs on every step: "every N steps" does not apply there.
+HOT_REMEDY = ("remove it; to order work between streams, make the consuming stream wait on an event "
+              "(`event.record()` then `torch.npu.current_stream().wait_event(event)`), which does not block the host")
 
 
 class SynchronizeInHotPath(Rule):
     code = "ASC202"
     name = "synchronize-in-hot-path"
-    message = ("`{call}` in {where} drains the device queue on every call: remove it, or run it only "
-               "every N steps (`if step % N == 0:`)")
+    message = "`{call}` in {where} drains the device queue on every call: {remedy}"
     fix_applicability = Applicability.UNSAFE
     triggers = ("synchronize",)
     docs = Docs(
+        summary="A device, stream or event synchronize in a hot path stalls the NPU pipeline.",
         what="Flags device, stream and event synchronizes (`torch.npu.synchronize()`, "
              "`torch_npu.npu.synchronize()`, `torch.cuda.synchronize()`, `<stream>.synchronize()` including "
              "`torch.npu.current_stream().synchronize()`, `<event>.synchronize()`, "
@@ -40,11 +44,13 @@ class SynchronizeInHotPath(Rule):
             "ShuffleNetV2 tuning case on Ascend 910 found synchronizes left in forward/backward; Ascend's "
             "large-model training guide (\"减少同步接口调用\", reduce synchronization calls) shows them as "
             "device free time in the profile.",
-        known_problems="Test and benchmark code (`test_*.py` files, functions named `test*`/`bench*`) is "
-                       "not training code and is not reported. A synchronize that a model needs for correctness (the ShuffleNetV2 tuning kept one "
+        known_problems="A synchronize that a model needs for correctness (the ShuffleNetV2 tuning kept one "
                        "because removing it broke convergence) is reported too: keep it with "
                        "`# noqa: ASC202`. Streams and events are recognised by their constructor or by a "
-                       "receiver name containing `stream` or `event`.",
+                       "receiver name containing `stream` or `event`. In `forward`/`construct`, which "
+                       "run on every step, the advice is to remove the call or, where it orders work between "
+                       "streams, to make the consuming stream wait on an event (`wait_event`), which does not "
+                       "block the host; \"every N steps\" is the advice only for the step loop.",
         example="""
             for step, (images, target) in enumerate(loader):
                 loss = criterion(model(images), target)
@@ -142,18 +148,16 @@ class SynchronizeInHotPath(Rule):
         if label is None:
             return
         ctx = self.ctx
-        if ctx.in_test_code():
-            return
         hot = ctx.hot_method()
         if hot is not None:
-            where = f"`{hot.name}`"
+            where, remedy = f"`{hot.name}`", HOT_REMEDY
         elif ctx.in_step_loop(called_only=True):
-            where = "the training step loop"
+            where, remedy = "the training step loop", STEP_REMEDY
         else:
             return
         if ctx.guarded():
             return
-        self.report(node, call=label, where=where, fix=self._fix(node))
+        self.report(node, call=label, where=where, remedy=remedy, fix=self._fix(node))
 
     # ------------------------------------------------------------------ fix
     def _fix(self, node: ast.Call) -> Optional[Fix]:
@@ -194,11 +198,20 @@ class SynchronizeInHotPath(Rule):
         receiver = func.value
         resolved = self.ctx.resolve(receiver)
         if isinstance(resolved, ast.Call) and self.ctx.call_name(resolved) in STREAM_FACTORIES:
-            return f"{ast.unparse(receiver)}.synchronize()"
+            return f"{_short(receiver)}.synchronize()"
         name = receiver_name(receiver).lower()
         if any(word in name for word in RECEIVER_WORDS):
-            return f"{ast.unparse(receiver)}.synchronize()"
+            return f"{_short(receiver)}.synchronize()"
         return None
+
+
+def _short(receiver: ast.expr) -> str:
+    """The receiver as written when short, else its last name (`<...>.stream`): never cut mid-expression."""
+    text = ast.unparse(receiver)
+    if len(text) <= 40:
+        return text
+    name = receiver_name(receiver)
+    return f"<...>.{name}" if name else "<stream>"
 
 
 _UNUSED_AFTER = ast.Pass()  # marker: removing the call would leave the variable without any read

@@ -40,6 +40,7 @@ class HostSyncInStepLoop(Rule):
     triggers = ("item", "cpu", "numpy", "tolist", "backward", "scale", "loss", "int(torch", "float(torch",
                 "print(torch")
     docs = Docs(
+        summary="A host sync such as `.item()` or `.cpu()` in the training-step loop stalls the NPU on every step.",
         what="Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()` (and MindSpore's `.asnumpy()`), `float(t)` / "
              "`int(t)` of a tensor and `print(t)` of a tensor expression in the body of the innermost "
              "training-step loop (a loop that calls `.backward()`, `optimizer.step()`, `scaler.step()` or a "
@@ -53,8 +54,7 @@ class HostSyncInStepLoop(Rule):
                        "(a `torch` function result, a tensor method chain, or a name that `.backward()`, apex "
                        "`amp.scale_loss` or `scaler.scale` was applied to), and only on lines that mention a "
                        "loss or a `torch.` function. Tensors taken straight from the data loader (the loop variables) are host tensors "
-                       "and are not reported, nor is test and benchmark code (`test_*.py`, functions named "
-                       "`test*`/`bench*`). A one-step guard (`if i == len(loader) - 1:`) counts like "
+                       "and are not reported. A one-step guard (`if i == len(loader) - 1:`) counts like "
                        "`if step % N == 0:`.",
         example="""
             for step, (images, target) in enumerate(loader):
@@ -174,7 +174,7 @@ class HostSyncInStepLoop(Rule):
 
     def _check(self, node: ast.Call, expr: str) -> None:
         ctx = self.ctx
-        if ctx.in_step_loop(called_only=True) and not ctx.guarded() and not ctx.in_test_code():
+        if ctx.in_step_loop(called_only=True) and not ctx.guarded():
             self.report(node, expr=expr)
 
     def _func_key(self) -> int:

@@ -27,6 +27,7 @@ class LaunchBlocking(Rule):
     file_triggers = (VARIABLE,)  # a plain `import os` script can set it too: no framework name needed
     triggers = (VARIABLE,)
     docs = Docs(
+        summary="`ASCEND_LAUNCH_BLOCKING=1` makes every operator launch synchronous.",
         what=f"Flags code that sets `{VARIABLE}` to `1`, `\"1\"` or `True`: `os.environ[...] = ...`, "
              "`os.environ.setdefault(...)`, `os.environ.update(...)` and `os.putenv(...)`.",
         why="With launch blocking on, the host waits for every operator to finish before it launches the "

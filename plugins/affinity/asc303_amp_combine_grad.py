@@ -65,6 +65,7 @@ class AmpCombineGrad(Rule):
     fix_applicability = Applicability.UNSAFE
     triggers = ("initialize",)
     docs = Docs(
+        summary="Ascend apex `amp.initialize` without `combine_grad=True`.",
         what="Flags Ascend apex `amp.initialize(model, optimizer, ...)` called without `combine_grad=True`.",
         why="Ascend's apex fork adds `combine_grad`: with it, loss-scale unscaling and the overflow check run "
             "on one combined (flattened) gradient tensor instead of launching several small operators per "

@@ -28,6 +28,7 @@ class FusedOptimizerSetToNone(Rule):
     triggers = ("set_to_none", "zero_grad", "NpuFused", "initialize", "optim", "SGD", "Adam", "Adagrad", "RMSprop",
                 "Adadelta", "LBFGS", "Rprop")
     docs = Docs(
+        summary="`zero_grad(set_to_none=True)` on an NPU fused optimizer, which raises.",
         what="Flags `optimizer.zero_grad(set_to_none=True)` where the optimizer is an NPU fused one "
              "(`torch_npu.optim.NpuFused*`, `apex.optimizers.NpuFused*`), and `model.zero_grad(set_to_none=True)` "
              "in a file that uses a fused optimizer with apex `combine_grad=True`.",

@@ -17,6 +17,7 @@ HOST_METHODS = frozenset({"cpu", "numpy", "item", "tolist"})
 HOST_FACTORIES = frozenset({"tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
                             "linspace", "logspace", "rand", "randn", "randint", "randperm", "eye", "Tensor"})
 DEVICE_METHODS = frozenset({"npu", "cuda", "to"})
+DATA_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "mindspore.Tensor", "mindspore.tensor"})
 # framework functions that take a dtype without making a tensor of it
 DTYPE_QUERIES = frozenset({"finfo", "iinfo", "promote_types", "can_cast", "is_floating_point", "dtype_to_nptype",
                            "dtype_to_pytype"})
@@ -31,6 +32,7 @@ class Float64OnNpu(Rule):
     npu_context = True
     triggers = ("double", "float64")
     docs = Docs(
+        summary="A float64 tensor in NPU code, which the Ascend AI Core cannot compute on.",
         what="Flags `.double()` on tensors and modules, and float64 dtypes (`torch.float64`, `torch.double`, "
              "`mstype.float64`) passed as a `dtype=` argument, to a cast (`.to`, `.type`, `.astype`, "
              "`ops.Cast()(x, t)`, `ops.cast`), to a tensor constructor (`torch.*`, `mindspore.Tensor`) or to "
@@ -73,6 +75,9 @@ class Float64OnNpu(Rule):
         "from mindspore import ops\nfrom mindspore import dtype as mstype\nx = ops.cast(y, mstype.float64)",
         "from mindspore import ops, Tensor\nfrom mindspore import dtype as mstype\n"
         "x = ops.ones((2, 2), dtype=mstype.float64)",
+        # in construct, an op between the casts runs in float64 on every call
+        "import mindspore as ms\nfrom mindspore import nn, ops\nclass T(nn.Cell):\n    def construct(self, x, g):\n"
+        "        return ops.grid_sample(x.astype(ms.float64), g.astype(ms.float64)).astype(x.dtype)",
     )
     clean = (
         "import torch_npu\nacc = logits.argmax(1).eq(target).float().mean()",
@@ -90,10 +95,16 @@ class Float64OnNpu(Rule):
         "import mindspore\nclass Tensor:\n    def double(self):\n        return self.to(mindspore.float64)",
         "import torch, torch_npu\neps = torch.finfo(torch.float64).eps",
         "from mindspore import dtype as mstype\nx = y.astype(mstype.float32)",
+        # float64 only as an intermediate, a one-element value, restoring a float64 input
+        "import torch, torch_npu\ninv = 1.0 / (base ** (torch.arange(0, d, 2, device=dev) / d).double()).to(dtype=dt)",
+        "import torch, torch_npu\ninv_scale = scale.double().reciprocal().float()",
+        "import torch, torch_npu\nt0 = torch.tensor([start_time], dtype=torch.double, device='npu')",
+        "import torch, torch_npu\ndef wrap(x):\n    if x.dtype == torch.double:\n        y = f(x.float())\n"
+        "        return y.double()\n    return f(x)",
     )
 
     def visit_Call(self, node: ast.Call) -> None:
-        if self._implements_double():
+        if self._implements_double() or self._deliberate():
             return
         func = node.func
         if (isinstance(func, ast.Attribute) and func.attr == "double" and not node.args and not node.keywords
@@ -104,7 +115,7 @@ class Float64OnNpu(Rule):
         if node.attr not in ("float64", "double"):
             return
         qual = self.ctx.qualname(node)
-        if (qual not in TORCH_F64 and qual not in MS_F64) or self._implements_double():
+        if (qual not in TORCH_F64 and qual not in MS_F64) or self._implements_double() or self._deliberate():
             return
         if not self._makes_tensor(node):
             return
@@ -132,6 +143,49 @@ class Float64OnNpu(Rule):
         if qual is not None:
             return qual.startswith(("torch.", "mindspore.")) and qual.rsplit(".", 1)[-1] not in DTYPE_QUERIES
         return isinstance(func, ast.Attribute) and func.attr in DTYPE_METHODS
+
+    def _deliberate(self) -> bool:
+        """float64 that costs no per-step device op: outside forward and the step loop, an intermediate cast
+        back in the same expression (`(x.double() ** e).to(dtype)`, `s.double().reciprocal().float()`), a tiny
+        one-element value
+        (`torch.tensor([t0], dtype=torch.double, device=d)` for a start-up all-reduce), or code that
+        handles float64 inputs on purpose (under `if x.dtype == torch.double:`, restoring the caller's dtype)."""
+        stack = self.ctx.stack
+        per_step = self.ctx.in_hot_method() or self.ctx.in_step_loop()
+        for index in range(len(stack) - 1, 0, -1):
+            node = stack[index]
+            if isinstance(node, ast.stmt):
+                break
+            if isinstance(node, ast.Call) and not per_step and self._casts_down(node):
+                return True  # set-up math in float64, cast back (in forward the op between would still run)
+            if isinstance(node, ast.Call) and self._one_element(node):
+                return True
+        for if_node, _ in self.ctx.ifs:
+            if any(isinstance(n, ast.Compare) and any(self.ctx.qualname(c) in TORCH_F64 | MS_F64
+                                                      for c in [n.left] + n.comparators)
+                   for n in ast.walk(if_node.test)):
+                return True
+        return False
+
+    def _casts_down(self, call: ast.Call) -> bool:
+        """`.float()`, `.half()`, `.bfloat16()`, `.type_as(y)`, `.to(dtype=<not float64>)` on a value."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or self.ctx.qualname(func) is not None:
+            return False
+        if func.attr in ("float", "half", "bfloat16", "type_as"):
+            return True
+        if func.attr in ("to", "astype", "type"):
+            values = list(call.args) + [kw.value for kw in call.keywords if kw.arg in ("dtype", None)]
+            dtypes = [v for v in values if not (isinstance(v, ast.Constant) and isinstance(v.value, str))]
+            return bool(dtypes) and not any(self.ctx.qualname(v) in TORCH_F64 | MS_F64 for v in dtypes)
+        return False
+
+    def _one_element(self, call: ast.Call) -> bool:
+        qual = self.ctx.call_name(call) or ""
+        if qual not in DATA_CONSTRUCTORS or not call.args:
+            return False
+        data = call.args[0]
+        return isinstance(data, ast.Constant) or (isinstance(data, (ast.List, ast.Tuple)) and len(data.elts) == 1)
 
     def _implements_double(self) -> bool:
         """Inside `def double(self)`: a tensor library defining the cast, not a use of it."""

@@ -26,6 +26,7 @@ class CudaDevice(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
     docs = Docs(
+        summary="CUDA device placement left over after a GPU-to-NPU port.",
         what="Flags CUDA device placement left over after a GPU to NPU port: `.cuda(...)` calls, "
              "`torch.device('cuda...')`, `'cuda'`/`'cuda:N'` strings passed as a device (`device=`, "
              "`map_location=`, `device_type=`, `.to('cuda')`, `torch.autocast('cuda')`) or assigned to a "

@@ -22,6 +22,7 @@ class NcclBackend(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("nccl", "init_process_group", "new_group")
     docs = Docs(
+        summary="The `nccl` distributed backend in NPU code, where `hccl` is the backend.",
         what="Flags `torch.distributed.init_process_group` and `new_group` called with the `'nccl'` backend "
              "(keyword or positional, or through a local name bound to `'nccl'`) in NPU code.",
         why="NCCL is NVIDIA's collective library; on Ascend the collective backend is HCCL, registered by "
@@ -74,6 +75,8 @@ class NcclBackend(Rule):
         func = node.func
         qual = self.ctx.qualname(func)
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if qual is not None:  # `init_process_group as ipg`: the imported name, not the alias
+            name = qual.rsplit(".", 1)[-1]
         if name not in BACKEND_CALLS:
             return
         if qual is not None and not qual.startswith("torch.distributed."):

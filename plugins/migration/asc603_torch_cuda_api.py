@@ -20,6 +20,7 @@ class TorchCudaApi(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
     docs = Docs(
+        summary="A `torch.cuda` API in NPU code, with its `torch_npu` twin where there is one.",
         what="Flags `torch.cuda.<api>` calls and attributes (and names imported from `torch.cuda`) in NPU code, "
              "using one table of torch_npu twins (plugins/migration/twins.py): `set_device`, `device_count`, "
              "`is_available`, `current_device`, `synchronize`, `manual_seed(_all)`, `empty_cache`, the memory "

@@ -24,6 +24,7 @@ class Tf32FlagOnNpu(Rule):
     fix_applicability = Applicability.UNSAFE
     triggers = ("allow_tf32",)
     docs = Docs(
+        summary="A CUDA TF32 switch in NPU code, where it does nothing.",
         what="Flags assignments to `torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32` "
              "in NPU code.",
         why="The CUDA TF32 switches are not wired to the NPU. Ascend's reduced-precision fp32 mode for the Cube "
