@@ -38,7 +38,7 @@ KERNEL_CALL_RE = re.compile(
     r"^npu_|all_to_all|alltoall|all_gather|allgather|reduce_scatter|all_reduce|allreduce|(?:^|_)a2a(?:_|$)"
     r"|^broadcast$|^i?send$|^i?recv$|scatter_to|gather_from|^data_ptr$|^numpy$|^storage$|^untyped_storage$"
     r"|^apply$|_kernel$|^kernel")
-FUSED_ATTENTION_RE = re.compile(r"scaled_dot_product_attention|fusion_attention|flash_attn|flash_attention|softmax")
+FUSED_ATTENTION_RE = re.compile(r"scaled_dot_product_attention|fusion_attention|flash_attn|flash_attention")
 ATTENTION_NAME_RE = re.compile(r"attention|attn", re.IGNORECASE)
 EAGER_FALLBACK_RE = re.compile(
     r"^_*(?:torch|eager|naive|native|reference|ref|slow|math|python|pytorch)_|_(?:eager|naive|native|reference|ref"
@@ -73,14 +73,21 @@ class LayoutClassifier:
             return None
         if self._needed_or_free(node):
             return None
-        consumers = self._consumers(node)
-        if any(kind == "kernel" for kind in consumers):
+        uses = self._uses(node)
+        kinds = [self._use_kind(value, parents) for value, parents in uses]
+        if "kernel" in kinds:
             return None
-        if op in ("transpose", "permute") and self._channel_shuffle(producer, op):
+        tensor, rest = self._args(producer)
+        dims = self._ints(rest)
+        rank = self._rank(tensor, producer)
+        if op in ("transpose", "permute") and self._channel_shuffle(op, dims, rank, uses):
             return LayoutCopy(op, "channel-shuffle")
-        if consumers and all(kind == "matmul" for kind in consumers) and self._last_two_swap(producer, op):
+        inner = self._value_at(tensor, producer) if isinstance(tensor, ast.Name) else tensor
+        if kinds and all(k in ("matmul", "bmm", "mm") for k in kinds) and self._view_op(inner) is None \
+                and self._last_two_swap(op, dims, rank, set(kinds)):
             return LayoutCopy(op, "matmul-operand")
-        if op in ("transpose", "permute") and self._head_swap(producer, op) and self._in_attention():
+        if op in ("transpose", "permute") and rank in (None, 4) and "bmm" not in kinds and "mm" not in kinds \
+                and self._head_swap(op, dims) and self._in_attention():
             return LayoutCopy(op, "attention-layout")
         return LayoutCopy(op, "pieces" if op in PIECE_OPS or op == "narrow" else "layout-copy")
 
@@ -161,20 +168,27 @@ class LayoutClassifier:
         return False
 
     # ------------------------------------------------------------------------------ patterns
-    def _channel_shuffle(self, producer: ast.AST, op: str) -> bool:
-        """`transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D `view`/`reshape` (groups split out)."""
-        tensor, rest = self._args(producer)
-        dims = self._ints(rest)
-        if dims is None or (op == "transpose" and sorted(dims) != [1, 2]) or (
+    def _channel_shuffle(self, op: str, dims: Optional[List[int]], rank: Optional[int],
+                         uses: List[Tuple[ast.AST, Dict[int, ast.AST]]]) -> bool:
+        """`transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D `view`/`reshape` (the groups split out),
+        flattened back to 4-D."""
+        if rank != 5 or dims is None or (op == "transpose" and sorted(dims) != [1, 2]) or (
                 op == "permute" and dims != [0, 2, 1, 3, 4]):
             return False
-        source = self._value_at(tensor, producer)
-        if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute)
-                and source.func.attr in ("view", "reshape")):
-            return False
-        shape = source.args[0].elts if len(source.args) == 1 and isinstance(source.args[0], (ast.Tuple, ast.List)) \
-            else source.args
-        return len(shape) == 5
+        for value, parents in uses:
+            parent = parents.get(id(value))
+            call = parents.get(id(parent)) if isinstance(parent, ast.Attribute) else None
+            if isinstance(call, ast.Call) and parent.attr in ("view", "reshape") and _shape_len(call) == 4:
+                return True
+        return False
+
+    def _rank(self, tensor: Optional[ast.expr], at: ast.AST) -> Optional[int]:
+        """The rank of `tensor` when it comes from a `view`/`reshape` with a literal number of dims."""
+        source = tensor if isinstance(tensor, ast.Call) else self._value_at(tensor, at)
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) \
+                and source.func.attr in ("view", "reshape"):
+            return _shape_len(source)
+        return None
 
     def _value_at(self, expr: Optional[ast.expr], at: ast.AST) -> Optional[ast.expr]:
         """Follow local names to the value they held where `at` starts (`x = x.view(...)` chains)."""
@@ -187,25 +201,29 @@ class LayoutClassifier:
             expr, at = bound.value, bound.value
         return expr
 
-    def _last_two_swap(self, producer: ast.AST, op: str) -> bool:
-        """A transpose of the last two dims, which the NPU matmul takes as it is."""
+    @staticmethod
+    def _last_two_swap(op: str, dims: Optional[List[int]], rank: Optional[int], kinds: set) -> bool:
+        """A transpose of the last two dims, which the NPU matmul takes as it is (`bmm` operands are 3-D,
+        `mm` operands 2-D)."""
         if op in ("t", "T", "mT"):
             return True
-        _, rest = self._args(producer)
-        dims = self._ints(rest)
         if dims is None:
             return False
-        if op in ("transpose", "swapaxes", "swapdims"):
-            return sorted(dims) == [-2, -1]
+        if kinds == {"bmm"}:
+            rank = rank or 3
+        elif kinds == {"mm"}:
+            rank = rank or 2
+        if op in ("transpose", "swapaxes", "swapdims") and len(dims) == 2:
+            last_two = {rank - 2, rank - 1} if rank else set()
+            return sorted(dims) == [-2, -1] or set(dims) == last_two
         if op == "permute":
             n = len(dims)
             return n >= 2 and dims == list(range(n - 2)) + [n - 1, n - 2]
         return False
 
-    def _head_swap(self, producer: ast.AST, op: str) -> bool:
+    @staticmethod
+    def _head_swap(op: str, dims: Optional[List[int]]) -> bool:
         """(B, S, N, D) <-> (B, N, S, D): `transpose(1, 2)` or `permute(0, 2, 1, 3)`."""
-        _, rest = self._args(producer)
-        dims = self._ints(rest)
         if dims is None:
             return False
         return sorted(dims) == [1, 2] if op == "transpose" else dims == [0, 2, 1, 3]
@@ -220,9 +238,11 @@ class LayoutClassifier:
             return True
         key = id(func.node)
         if key not in self._attention:
-            self._attention[key] = any(
-                isinstance(n, ast.Call) and FUSED_ATTENTION_RE.search(_callee_name(n) or "") is not None
-                for n in ast.walk(func.node))
+            names = {_callee_name(n) or "" for n in ast.walk(func.node) if isinstance(n, ast.Call)}
+            matmul = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult) for n in ast.walk(func.node)) \
+                or bool(names & {"matmul", "bmm", "baddbmm", "einsum"})
+            self._attention[key] = any(FUSED_ATTENTION_RE.search(n) for n in names) or (
+                matmul and any(n.endswith("softmax") and "log_softmax" not in n for n in names))
         return self._attention[key]
 
     # ------------------------------------------------------------------------------ silent cases
@@ -238,21 +258,57 @@ class LayoutClassifier:
             if isinstance(ancestor, ast.IfExp) and "is_contiguous" in {
                     n.attr for n in ast.walk(ancestor.test) if isinstance(n, ast.Attribute)}:
                 return True
+        return self._beside_fused_path()
+
+    def _beside_fused_path(self) -> bool:
+        """The eager branch of `if <fused available>: fused(...) else: <eager>` (or after an `if ...: return
+        fused(...)`): on the NPU the fused op runs instead."""
+        ctx = self.ctx
+        func = ctx.function
+        for if_node, in_else in ctx.ifs:
+            if func is not None and not _inside(func.node, if_node):
+                continue
+            if self._calls_fused(if_node.body if in_else else if_node.orelse):
+                return True
+        stack = ctx.stack
+        for parent, child in zip(stack, stack[1:]):
+            if not isinstance(child, ast.stmt):
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(parent, name, None)
+                if isinstance(block, list) and child in block:
+                    for earlier in block[:block.index(child)]:
+                        if isinstance(earlier, ast.If) and any(isinstance(n, ast.Return) for n in earlier.body) \
+                                and self._calls_fused(earlier.body):
+                            return True
         return False
 
-    def _consumers(self, node: ast.Call) -> List[str]:
-        """What the copy flows into: 'matmul', 'kernel' (needs contiguous memory) or 'other' per use."""
+    def _calls_fused(self, stmts: List[ast.stmt]) -> bool:
+        for stmt in stmts:
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Call):
+                    name = _callee_name(n) or ""
+                    qual = self.ctx.qualname(n.func) or ""
+                    if qual.startswith("torch_npu.") or name.startswith("npu_") or "fused" in name.lower() \
+                            or FUSED_ATTENTION_RE.search(name):
+                        return True
+        return False
+
+    def _uses(self, node: ast.Call) -> List[Tuple[ast.AST, Dict[int, ast.AST]]]:
+        """Where the copy flows: (the value, a parent map to read its consumer) per use; through `a if c
+        else b` and a local name bound to it (its later loads in the function)."""
         stack = self.ctx.stack
-        parent = stack[-2] if len(stack) > 1 else None
-        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
+        parents = {id(c): p for p in stack for c in ast.iter_child_nodes(p)}
+        value: ast.AST = node
+        parent = parents.get(id(value))
+        while isinstance(parent, ast.IfExp) and value is not parent.test:
+            value, parent = parent, parents.get(id(parent))
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is value:
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
             if len(targets) == 1 and isinstance(targets[0], ast.Name):
-                return [self._use_kind(use, parents) for use, parents in self._later_uses(targets[0].id, parent)]
-            return ["other"]
-        if parent is None:
+                return self._later_uses(targets[0].id, parent)
             return []
-        parents = {id(c): p for p in stack for c in ast.iter_child_nodes(p)}
-        return [self._use_kind(node, parents)]
+        return [] if parent is None else [(value, parents)]
 
     def _later_uses(self, name: str, stmt: ast.stmt) -> List[Tuple[ast.Name, Dict[int, ast.AST]]]:
         """Loads of `name` after `stmt` in the enclosing function, up to its next assignment."""
@@ -291,17 +347,31 @@ class LayoutClassifier:
             qual = self.ctx.qualname(parent.func) or ""
             name = _callee_name(parent) or ""
             if qual in MATMUL_FUNCS or (isinstance(parent.func, ast.Attribute) and name in MATMUL_METHODS):
-                return "matmul"
+                return {"bmm": "bmm", "baddbmm": "bmm", "addbmm": "bmm", "mm": "mm", "addmm": "mm"}.get(name, "matmul")
             if qual.startswith(("torch.ops.", "torch_npu.")) or "._C." in qual or qual.endswith("._C") \
                     or KERNEL_CALL_RE.search(name):
                 return "kernel"
             return "other"
         if isinstance(parent, ast.Attribute):
             if parent.attr in MATMUL_METHODS:
-                return "matmul"
+                return {"bmm": "bmm", "mm": "mm"}.get(parent.attr, "matmul")
             if KERNEL_CALL_RE.search(parent.attr):
                 return "kernel"
         return "other"
+
+
+def _inside(outer: ast.AST, inner: ast.AST) -> bool:
+    return outer.lineno <= inner.lineno and (inner.end_lineno or 0) <= (outer.end_lineno or 0)
+
+
+def _shape_len(call: ast.Call) -> Optional[int]:
+    """How many dims `x.view(a, b, c)` / `x.reshape((a, b, c))` gives, if it says."""
+    args = call.args
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        args = args[0].elts
+    if not args or any(isinstance(a, ast.Starred) for a in args):
+        return None
+    return len(args)
 
 
 def _callee_name(call: ast.Call) -> Optional[str]:

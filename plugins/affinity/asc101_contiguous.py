@@ -80,6 +80,10 @@ class ContiguousAfterView(Rule):
         "import torch, torch_npu\ndef score(q, k):\n    return torch.matmul(q, k.transpose(-2, -1).contiguous())",
         "import torch_npu\ndef proj(x, w):\n    wt = w.t().contiguous()\n    return x @ wt",
         "import torch, torch_npu\ndef f(a, b):\n    return torch.bmm(a.mT.contiguous(), b)",
+        # bmm operands are 3-D: transpose(1, 2) is of the last two dims
+        "import torch, torch_npu\ndef f(q, k):\n    return torch.bmm(q, k.transpose(1, 2).contiguous())",
+        "import torch, torch_npu\ndef f(q, k, b, s, d):\n    kt = k.view(b, s, d).transpose(1, 2).contiguous()\n"
+        "    return torch.matmul(q, kt)",
         # the attention-head transposes around a hand-written or fused attention
         "import torch, torch_npu\nclass SelfAttention(torch.nn.Module):\n    def forward(self, x):\n"
         "        ctx = self.attend(x)\n        return ctx.permute(0, 2, 1, 3).contiguous().view(x.shape)",
@@ -108,6 +112,24 @@ class ContiguousAfterView(Rule):
         "        super().__init__()\n        self.w = torch.nn.Parameter(w.t().contiguous())\n        x @ self.w",
         "import torch, torch_npu\ndef eager_attention_forward(q, k, v):\n"
         "    p = torch.softmax(q @ k.transpose(-1, -2), -1)\n    return (p @ v).transpose(1, 2).contiguous()",
+        "import torch, torch_npu\ndef attend(q, k, v, use_flash):\n    if use_flash:\n"
+        "        return flash_attn_func(q, k, v)\n    else:\n        q = q.transpose(1, 2).contiguous()\n"
+        "        return torch.softmax(q @ k, -1) @ v",
+        "import torch, torch_npu\nclass Attn(torch.nn.Module):\n    def unshape(self, x):\n"
+        "        if x.is_npu:\n            return torch_npu.npu_confusion_transpose(x, (0, 2, 1, 3), self.s, True)\n"
+        "        return x.transpose(1, 2).contiguous().view(self.s)",
+        # the copy reaches a custom kernel through `a if c else b` and a name
+        "import torch_npu\ndef attn(q, c, has):\n    kv = c.transpose(1, 2).contiguous() if has else None\n"
+        "    return npu_sparse_attention(q, kv)",
+        # not the channel shuffle: a 5-D permute that is not flattened back to 4-D
+        "import torch_npu\ndef ssd(x, b, c, l, h, p):\n    return x.reshape(b, c, l, h, p).permute(0, 2, 1, 3, 4).contiguous()",
+        # not the head transpose: a 3-D interleave, or a CTC model (log_softmax is no attention)
+        "import torch, torch_npu\nclass Attention(torch.nn.Module):\n    def forward(self, xq):\n"
+        "        return xq.view(1, -1, 2).transpose(2, 1).contiguous()",
+        "import torch, torch_npu\ndef ctc(x, w):\n    x = torch.matmul(x, w)\n    x = x.transpose(1, 2).contiguous()\n"
+        "    return torch.log_softmax(x, -1)",
+        # two layout changes in a row: the matmul would copy anyway
+        "import torch, torch_npu\ndef f(q, key):\n    return torch.bmm(q, key.transpose(0, 1).transpose(1, 2).contiguous())",
     )
 
     def __init__(self, ctx, options=None) -> None:
