@@ -40,8 +40,8 @@ MODULE_BASES = ("torch.nn.Module",)
 CELL_BASES = ("mindspore.nn.Cell",)
 FUNCTION_BASES = ("torch.autograd.Function",)
 HOT_METHODS = {"module": ("forward",), "cell": ("construct",), "function": ("forward", "backward")}
-NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:""")
-NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl')  # NPU_TEXT_RE cannot match without one
+NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:|\btorch\.npu\.\w""")
+NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl', "torch.npu.")  # NPU_TEXT_RE needs one of them
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 STEP_COUNTER_RE = re.compile(r"(?:^|_)(?:step|steps|iter|iters|iteration)$", re.IGNORECASE)
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
@@ -112,6 +112,7 @@ class FileContext:
         self._scope_roles: Dict[int, Optional[str]] = {}
         self._role_spans: Optional[List[Tuple[int, int, str]]] = None
         self._local_calls: Optional[Set[str]] = None
+        self._optional: Optional[Set[str]] = None
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
         self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES) or any(
@@ -381,6 +382,20 @@ class FileContext:
             return False
         return not called_only or func.name in self.step_loop_callees()
 
+    # ------------------------------------------------------ optional imports
+    def optional_names(self) -> Set[str]:
+        """Names bound where an import may fail: imported in a module-level `try:` whose handler catches
+        ImportError (or Exception, or anything), and the names that `try`/`except` assigns (`HAS_FLASH =
+        True`, `FusedAdam = None`): code that tests them is a feature branch, not a leftover."""
+        if self._optional is None:
+            self._optional = set()
+            for stmt in _top_level_statements(self.tree.body):
+                if isinstance(stmt, ast.Try) and _guards_import(stmt):
+                    for part in [stmt.body] + [h.body for h in stmt.handlers] + [stmt.orelse]:
+                        for inner in _top_level_statements(part):
+                            self._optional.update(_bound_names(inner))
+        return self._optional
+
     # ------------------------------------------------------ not training code
     def non_training_reason(self, node: Optional[ast.AST] = None) -> Optional[str]:
         """Why the code at `node` (default: where the walk is) is not training code -- 'test code', 'a
@@ -503,13 +518,25 @@ class FileContext:
         for if_node, in_else in reversed(self.ifs):
             if loop is not None and not _contains(loop, if_node):
                 break
-            if not modulo_only or any(
-                isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(if_node.test)
-            ):
+            if not modulo_only:
                 return True
-            if not in_else and self._single_step_test(if_node.test):
-                return True
+            for test in self._guard_tests(if_node.test):
+                if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)):
+                    return True
+                if not in_else and self._single_step_test(test):
+                    return True
         return False
+
+    def _guard_tests(self, test: ast.expr) -> List[ast.expr]:
+        """The test, and the values of the local names it reads (`is_log_step = step % n == 0`, then
+        `if is_log_step:`): a guard held in a variable is a guard."""
+        tests = [test]
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name):
+                bound = self.binding(node.id)
+                if bound is not None and bound.value is not None and bound.index is None:
+                    tests.append(bound.value)
+        return tests
 
     def _single_step_test(self, test: ast.expr) -> bool:
         """`if i == 10:` / `if self.global_step == max_steps:`: a step counter compared for equality
@@ -573,6 +600,37 @@ def _top_level_statements(body: List[ast.stmt]):
                 yield from _top_level_statements(getattr(stmt, name, []) or [])
             for handler in getattr(stmt, "handlers", []) or []:
                 yield from _top_level_statements(handler.body)
+
+
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})
+
+
+def _guards_import(node: ast.Try) -> bool:
+    """A `try:` around an import whose handler catches the import failing."""
+    if not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body):
+        return False
+    for handler in node.handlers:
+        caught = handler.type
+        names = [caught] if caught is None or not isinstance(caught, ast.Tuple) else caught.elts
+        for name in names:
+            if name is None or (isinstance(name, ast.Name) and name.id in IMPORT_ERRORS) or (
+                    isinstance(name, ast.Attribute) and name.attr in IMPORT_ERRORS):
+                return True
+    return False
+
+
+def _bound_names(stmt: ast.stmt) -> Set[str]:
+    """Names a simple statement binds: imports and assignment targets."""
+    names: Set[str] = set()
+    if isinstance(stmt, ast.Import):
+        names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+    elif isinstance(stmt, ast.ImportFrom):
+        names.update(a.asname or a.name for a in stmt.names if a.name != "*")
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:

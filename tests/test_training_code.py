@@ -166,3 +166,4 @@ def test_a_test_function_the_file_calls_itself_is_training_code():
     """
     assert found(src) == {"ASC202"}
     assert not found(src.replace("test_train(*build())", "pass"))
+

@@ -20,8 +20,12 @@ NOT_LEFTOVERS = (
     "(`if device.type == 'npu': torch.cuda.set_device(device)`) is always flagged. Files migrated at run time "
     "are skipped: they import `torch_npu.contrib.transfer_to_npu`, `mindspeed_llm` (its package `__init__` "
     "applies it) or the mindnlp/mindtorch emulation, or are modules of the mindspeed_llm, mindspeed or "
-    "mindtorch packages. A probe that guards a CUDA-only feature without naming it "
-    "(`fused_adam_cls is not None and torch.cuda.is_available()`) is still reported."
+    "mindtorch packages. Also deliberate: a module-level capability probe (`IS_CUDA_AVAILABLE = "
+    "torch.cuda.is_available()`) and code guarded by a variable that holds a CUDA probe (`if IS_CUDA_AVAILABLE:`; "
+    "a probe assigned inside a function is still reported, once, where it is assigned); CUDA-only feature "
+    "branches: code inside a `try:` that imports an optional package, and code under a test of a name such a "
+    "`try` binds (`if FusedAdam is not None:`, `if HAS_FLASH_ATTN:`) or of a name that says it is a fused/CUDA "
+    "kernel feature (`fused_adam_cls is not None and torch.cuda.is_available()`)."
 )
 
 
@@ -57,6 +61,7 @@ _WORD_RE = re.compile(r"[a-z0-9]+")
 NPU_PROBE_RE = re.compile(r"is_(torch_)?npu_available")
 GPU_PROBE_RE = re.compile(r"is_\w*gpu\w*_available")  # `is_torch_bf16_gpu_available()`: a GPU capability check
 CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
+AVAILABILITY_PROBE = frozenset({"torch.cuda.is_available"})
 NEGATING_OPS = (ast.NotEq, ast.IsNot, ast.NotIn)
 
 
@@ -129,6 +134,58 @@ def _later_tests(if_node: ast.If) -> Iterator[ast.expr]:
         node = node.orelse[0] if len(node.orelse) == 1 else None
 
 
+# Words of a name that make a test select a CUDA-only feature: `if fused_adam_cls is not None`, `if HAS_FLASH:`.
+FEATURE_WORDS = frozenset({"fused", "flash", "triton", "xformers", "apex", "kernel", "kernels", "cutlass"})
+
+
+def _probe_value(ctx: FileContext, value: ast.AST, probes: FrozenSet[str] = CUDA_PROBES) -> bool:
+    """An expression that only probes CUDA: `torch.cuda.is_available()`, `torch.cuda.device_count() > 1`,
+    `not x and torch.cuda.is_available()` (no device string, no other call)."""
+    probe = False
+    for sub in ast.walk(value):  # a bounded look at one assigned value
+        if isinstance(sub, ast.Call):
+            if ctx.qualname(sub.func) not in probes:
+                return False
+            probe = True
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            return False
+    return probe
+
+
+def _held_probe(ctx: FileContext, test: ast.AST) -> bool:
+    """A test that reads a variable holding a CUDA probe (`if IS_CUDA_AVAILABLE:`, `if use_cuda:`)."""
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Name):
+            bound = ctx.binding(sub.id)
+            value = bound.value if bound is not None and bound.index is None else ctx.constants.get(sub.id)
+            if value is not None and _probe_value(ctx, value):
+                return True
+    return False
+
+
+def _feature_test(ctx: FileContext, test: ast.AST) -> bool:
+    """A test of an optional (try-imported) name or of a fused/CUDA-kernel feature: `if FusedAdam is not
+    None:`, `if HAS_FLASH_ATTN:`, `fused_cls is not None and torch.cuda.is_available()`."""
+    optional = ctx.optional_names()
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Name) and (sub.id in optional or
+                                          frozenset(_WORD_RE.findall(sub.id.lower())) & FEATURE_WORDS):
+            return True
+    return False
+
+
+def _module_probe(ctx: FileContext) -> bool:
+    """At module level, inside `NAME = torch.cuda.is_available()`: a capability probe; its uses decide. (A
+    device count is a quantity the script divides work by: `NGPUS = torch.cuda.device_count()` is reported.)"""
+    if ctx.function is not None or ctx.class_scope is not None:
+        return False
+    for node in ctx.stack:
+        if isinstance(node, ast.Assign):
+            return all(isinstance(t, ast.Name) for t in node.targets) and _probe_value(
+                ctx, node.value, AVAILABILITY_PROBE)
+    return False
+
+
 def in_backend_switch(ctx: FileContext, cache: Dict[int, bool]) -> bool:
     """Is the current node CUDA code on purpose? Yes on the non-NPU side of a condition that names the NPU
     (`if is_npu: ... else: <here>`, `if "cuda" in d: <here> elif "npu" in d: ...`, `x.npu() if npu else
@@ -139,10 +196,13 @@ def in_backend_switch(ctx: FileContext, cache: Dict[int, bool]) -> bool:
         polarity = npu_polarity(if_node.test)
         if polarity == (-1 if in_else else 1):
             return False  # inside the NPU branch: CUDA code here is a leftover for sure
-        if polarity or dispatches_elsewhere(if_node.test):
+        if polarity or dispatches_elsewhere(if_node.test) or _held_probe(ctx, if_node.test) \
+                or _feature_test(ctx, if_node.test):
             return True
         if not in_else and any(npu_polarity(t) == 1 for t in _later_tests(if_node)):
             return True
+    if _module_probe(ctx):
+        return True
     stack = ctx.stack
     for i, node in enumerate(stack[:-1]):
         child = stack[i + 1]
@@ -150,13 +210,26 @@ def in_backend_switch(ctx: FileContext, cache: Dict[int, bool]) -> bool:
             polarity = npu_polarity(node.test)
             if polarity == (1 if child is node.body else -1):
                 return False
-            if polarity or dispatches_elsewhere(node.test):
+            if polarity or dispatches_elsewhere(node.test) or _held_probe(ctx, node.test):
                 return True
-        elif isinstance(node, ast.BoolOp) and dispatches_elsewhere(node):
+        elif isinstance(node, ast.BoolOp) and (dispatches_elsewhere(node) or _feature_test(ctx, node)):
+            return True
+        elif isinstance(node, ast.Try) and child in node.body and ctx.function is None \
+                and _bound_names_any(node, ctx.optional_names()):
             return True
     tests = [if_node.test for if_node, _ in ctx.ifs]
     tests += [n.test for n in ctx.stack if isinstance(n, (ast.If, ast.IfExp, ast.While))]
     return gpu_fallback(ctx, cache, tests)
+
+
+def _bound_names_any(node: ast.Try, names: set) -> bool:
+    """Is this `try:` one of the optional-import blocks (it imports a name the file treats as optional)?"""
+    for stmt in node.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            bound = {(a.asname or a.name).split(".")[0] for a in stmt.names}
+            if bound & names:
+                return True
+    return False
 
 
 def gpu_fallback(ctx: FileContext, cache: Dict[int, bool], tests: List[ast.expr]) -> bool:

@@ -1,0 +1,69 @@
+"""Deliberate multi-backend code is not a CUDA leftover (migration pack), and `torch.npu.*` usage makes a
+file NPU code (issue 13). Each case is a minimised form of a class seen in real code."""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from ascend_lint.semantic import FileContext
+from conftest import lint
+
+HEAD = "import torch\nimport torch_npu\n"
+
+
+def codes(src: str):
+    return [(f.code, f.line) for f in lint(HEAD + src, select=["ASC6"])]
+
+
+def test_torch_npu_usage_makes_a_file_npu_code():
+    src = "import torch\n\ndef sync():\n    torch.npu.synchronize()\n"
+    assert FileContext("m.py", src, ast.parse(src)).npu
+    plain = "import torch\n\ndef sync():\n    torch.cuda.synchronize()\n"
+    assert not FileContext("m.py", plain, ast.parse(plain)).npu
+    assert [f.code for f in lint("import torch\ntorch.npu.set_device(0)\ntorch.cuda.synchronize()\n",
+                                 select=["ASC603"])] == ["ASC603"]
+
+
+def test_module_level_availability_probe_and_its_guards_are_deliberate():
+    src = ("IS_CUDA_AVAILABLE = torch.cuda.is_available()\n"
+           "def seed(s):\n    if IS_CUDA_AVAILABLE:\n        torch.cuda.manual_seed(s)\n")
+    assert codes(src) == []
+
+
+def test_a_device_count_is_not_a_probe():
+    assert codes("NGPUS = torch.cuda.device_count()\n") == [("ASC603", 3)]
+
+
+def test_a_probe_in_a_function_is_reported_once_where_it_decides():
+    src = ("def main(model):\n    use_cuda = torch.cuda.is_available()\n"
+           "    if use_cuda:\n        model = model.cuda()\n        torch.cuda.manual_seed(0)\n    return model\n")
+    assert codes(src) == [("ASC603", 4)]
+
+
+@pytest.mark.parametrize("src", [
+    # an optional import and its availability flag
+    "try:\n    from apex.optimizers import FusedAdam\nexcept ImportError:\n    FusedAdam = None\n"
+    "def build(p):\n    if FusedAdam is not None:\n        torch.cuda.synchronize()\n",
+    "try:\n    import flash_attn\n    HAS_FLASH_ATTN = True\nexcept ModuleNotFoundError:\n    HAS_FLASH_ATTN = False\n"
+    "def attn(q):\n    if HAS_FLASH_ATTN:\n        torch.cuda.synchronize()\n",
+    # code inside the optional-import block
+    "try:\n    import flash_attn\n    CAP = torch.cuda.get_device_capability()\nexcept ImportError:\n    CAP = None\n",
+    # a fused-kernel feature test next to the probe
+    "def build(args, fused_adam_cls):\n    use_fused_adam = fused_adam_cls is not None and torch.cuda.is_available()\n"
+    "    return use_fused_adam\n",
+])
+def test_cuda_only_feature_branches_are_deliberate(src):
+    assert codes(src) == []
+
+
+@pytest.mark.parametrize("src,line", [
+    # CUDA code in the NPU branch is a leftover for sure
+    ("def setup(device):\n    if device.type == 'npu':\n        torch.cuda.set_device(device)\n", 5),
+    # a guard that is not a probe or a feature
+    ("def setup(args):\n    if args.local_rank is not None:\n        torch.cuda.set_device(args.local_rank)\n", 5),
+    # device selection from a probe: the port runs on the CPU
+    ("DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n", 3),
+])
+def test_leftovers_are_still_reported(src, line):
+    assert line in [ln for _, ln in codes(src)]
