@@ -386,14 +386,20 @@ class FileContext:
     def optional_names(self) -> Set[str]:
         """Names bound where an import may fail: imported in a module-level `try:` whose handler catches
         ImportError (or Exception, or anything), and the names that `try`/`except` assigns (`HAS_FLASH =
-        True`, `FusedAdam = None`): code that tests them is a feature branch, not a leftover."""
+        True`, `FusedAdam = None`), or bound under a module-level `if is_<x>_available():`. Code that tests
+        or uses them is a feature branch, not a leftover."""
         if self._optional is None:
             self._optional = set()
             for stmt in _top_level_statements(self.tree.body):
                 if isinstance(stmt, ast.Try) and _guards_import(stmt):
-                    for part in [stmt.body] + [h.body for h in stmt.handlers] + [stmt.orelse]:
-                        for inner in _top_level_statements(part):
-                            self._optional.update(_bound_names(inner))
+                    parts = [stmt.body] + [h.body for h in stmt.handlers] + [stmt.orelse]
+                elif isinstance(stmt, ast.If) and _availability_test(stmt.test):
+                    parts = [stmt.body]  # `if is_fp8_available(): import transformer_engine...`
+                else:
+                    continue
+                for part in parts:
+                    for inner in _top_level_statements(part):
+                        self._optional.update(_bound_names(inner))
         return self._optional
 
     # ------------------------------------------------------ not training code
@@ -617,6 +623,13 @@ def _guards_import(node: ast.Try) -> bool:
                     isinstance(name, ast.Attribute) and name.attr in IMPORT_ERRORS):
                 return True
     return False
+
+
+def _availability_test(test: ast.expr) -> bool:
+    """`is_fp8_available()`, `is_flash_attn_available() and x`: a test that an optional package is there."""
+    return any(isinstance(n, ast.Call) and "available" in (
+        n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else "")
+        for n in ast.walk(test))
 
 
 def _bound_names(stmt: ast.stmt) -> Set[str]:

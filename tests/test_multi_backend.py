@@ -67,3 +67,16 @@ def test_cuda_only_feature_branches_are_deliberate(src):
 ])
 def test_leftovers_are_still_reported(src, line):
     assert line in [ln for _, ln in codes(src)]
+
+
+@pytest.mark.parametrize("src", [
+    # a branch that uses a package imported under `if is_<x>_available():`
+    "def is_fp8_available():\n    return False\nif is_fp8_available():\n    import transformer_engine.common.recipe as te_recipe\n"
+    "def prepare(mode):\n    if mode == 'fp8':\n        recipe = te_recipe.DelayedScaling()\n"
+    "        cap = torch.cuda.get_device_capability()\n",
+    # a function that detects a CUDA-only feature
+    "def detect_flash_attention_support():\n    if not torch.cuda.is_available():\n        return False\n"
+    "    return torch.cuda.get_device_capability()[0] >= 8\n",
+])
+def test_code_of_a_cuda_only_feature_is_deliberate(src):
+    assert codes(src) == []

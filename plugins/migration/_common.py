@@ -174,6 +174,23 @@ def _feature_test(ctx: FileContext, test: ast.AST) -> bool:
     return False
 
 
+def _in_feature_code(ctx: FileContext, cache: Dict) -> bool:
+    """In code of a CUDA-only feature: a function named for one (`detect_flash_attention_support`), or an
+    `if` branch that uses an optional (guarded-import) name (`elif mixed_precision == "fp8": te_recipe...`)."""
+    func = ctx.function
+    if func is not None and frozenset(_WORD_RE.findall(func.name.lower())) & FEATURE_WORDS:
+        return True
+    optional = ctx.optional_names()
+    if not optional or not ctx.ifs:
+        return False
+    if_node, in_else = ctx.ifs[-1]
+    key = ("branch", id(if_node), in_else)
+    if key not in cache:
+        branch = if_node.orelse if in_else else if_node.body
+        cache[key] = any(isinstance(n, ast.Name) and n.id in optional for stmt in branch for n in ast.walk(stmt))
+    return cache[key]
+
+
 def _module_probe(ctx: FileContext) -> bool:
     """At module level, inside `NAME = torch.cuda.is_available()`: a capability probe; its uses decide. (A
     device count is a quantity the script divides work by: `NGPUS = torch.cuda.device_count()` is reported.)"""
@@ -186,7 +203,7 @@ def _module_probe(ctx: FileContext) -> bool:
     return False
 
 
-def in_backend_switch(ctx: FileContext, cache: Dict[int, bool]) -> bool:
+def in_backend_switch(ctx: FileContext, cache: Dict) -> bool:
     """Is the current node CUDA code on purpose? Yes on the non-NPU side of a condition that names the NPU
     (`if is_npu: ... else: <here>`, `if "cuda" in d: <here> elif "npu" in d: ...`, `x.npu() if npu else
     <here>`), under a condition that selects another backend explicitly (`dispatches_elsewhere`), or, in a
@@ -201,7 +218,7 @@ def in_backend_switch(ctx: FileContext, cache: Dict[int, bool]) -> bool:
             return True
         if not in_else and any(npu_polarity(t) == 1 for t in _later_tests(if_node)):
             return True
-    if _module_probe(ctx):
+    if _module_probe(ctx) or _in_feature_code(ctx, cache):
         return True
     stack = ctx.stack
     for i, node in enumerate(stack[:-1]):
