@@ -80,3 +80,14 @@ def test_leftovers_are_still_reported(src, line):
 ])
 def test_code_of_a_cuda_only_feature_is_deliberate(src):
     assert codes(src) == []
+
+
+@pytest.mark.parametrize("src", [
+    # the other branch of the switch goes to the NPU
+    "def place(model, args):\n    if args.cuda:\n        model.cuda()\n    else:\n        model.npu()\n",
+    # a GPU capability probe (TF32 needs Ampere) and a CUDA-only platform (SageMaker model parallel)
+    "def setup(tf32):\n    if is_torch_tf32_available():\n        torch.backends.cuda.matmul.allow_tf32 = tf32\n",
+    "def device(rank):\n    if is_sagemaker_mp_enabled():\n        return torch.device('cuda', rank)\n",
+])
+def test_other_backend_switches_are_deliberate(src):
+    assert codes(src) == []

@@ -55,11 +55,12 @@ def replace_in_literal(ctx: FileContext, node: ast.AST, old: str, new: str) -> O
 # What makes CUDA code deliberate rather than a leftover (see `in_backend_switch`).
 NPU_WORDS = frozenset({"npu", "npus", "ascend", "hccl"})
 # Another backend, or a CUDA-only library, named explicitly: `is_nvidia and ...`, `if is_xformers_available()`.
-OTHER_NAME_WORDS = frozenset({"nvidia", "rocm", "hip", "xformers"})
+OTHER_NAME_WORDS = frozenset({"nvidia", "rocm", "hip", "xformers", "sagemaker"})  # SageMaker MP/DP: CUDA-only
 OTHER_STRING_WORDS = OTHER_NAME_WORDS | {"gpu"}  # `dev.startswith("GPU")`
 _WORD_RE = re.compile(r"[a-z0-9]+")
 NPU_PROBE_RE = re.compile(r"is_(torch_)?npu_available")
-GPU_PROBE_RE = re.compile(r"is_\w*gpu\w*_available")  # `is_torch_bf16_gpu_available()`: a GPU capability check
+# `is_torch_bf16_gpu_available()`, `is_torch_tf32_available()` (Ampere TF32): GPU capability checks
+GPU_PROBE_RE = re.compile(r"is_\w*(?:gpu|tf32)\w*_available")
 CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 AVAILABILITY_PROBE = frozenset({"torch.cuda.is_available"})
 NEGATING_OPS = (ast.NotEq, ast.IsNot, ast.NotIn)
@@ -191,6 +192,26 @@ def _in_feature_code(ctx: FileContext, cache: Dict) -> bool:
     return cache[key]
 
 
+def _names_cuda(test: ast.expr) -> bool:
+    """A test about the CUDA device itself (`if args.cuda:`, `if use_gpu:`)."""
+    return any(_words(sub)[0] & {"cuda", "gpu", "gpus"} for sub in ast.walk(test))
+
+
+def _other_branch_uses_npu(if_node: ast.If, in_else: bool) -> bool:
+    """The other branch of this `if` moves work to the NPU (`.npu()`, `torch.npu.*`, an 'npu' device): this
+    branch is the CUDA side of a switch."""
+    other = if_node.body if in_else else if_node.orelse
+    for stmt in other:
+        for sub in ast.walk(stmt):  # a bounded look at one branch
+            if isinstance(sub, ast.Attribute) and (sub.attr == "npu" or (
+                    isinstance(sub.value, ast.Name) and sub.value.id == "torch_npu")):
+                return True
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and (
+                    sub.value == "npu" or sub.value.startswith("npu:")):
+                return True
+    return False
+
+
 def _module_probe(ctx: FileContext) -> bool:
     """At module level, inside `NAME = torch.cuda.is_available()`: a capability probe; its uses decide. (A
     device count is a quantity the script divides work by: `NGPUS = torch.cuda.device_count()` is reported.)"""
@@ -217,6 +238,8 @@ def in_backend_switch(ctx: FileContext, cache: Dict) -> bool:
                 or _feature_test(ctx, if_node.test):
             return True
         if not in_else and any(npu_polarity(t) == 1 for t in _later_tests(if_node)):
+            return True
+        if _names_cuda(if_node.test) and _other_branch_uses_npu(if_node, in_else):  # `if args.cuda: .. else: m.npu()`
             return True
     if _module_probe(ctx) or _in_feature_code(ctx, cache):
         return True
