@@ -436,14 +436,18 @@ class FileContext:
         if isinstance(node, FUNC_TYPES):
             reason = training_code.function_reason(node.name)
             if reason == "test code" and node.name in self._called_names():
-                return None  # pytest never runs a test its own file calls: `def test_train(cfg)` trains
+                return None  # pytest never runs a test its own file calls: `main()` calling `test_train(cfg)` trains
             return reason
         return None
 
     def _called_names(self) -> Set[str]:
-        """Names this file calls as `f(...)` / `self.f(...)` (computed once, only when asked)."""
+        """Names this file calls as `f(...)` / `self.f(...)` outside its `if __name__ == "__main__":` block
+        (a script running its own tests there is still running tests); computed once, only when asked."""
         if self._local_calls is None:
-            self._local_calls = _called_local_names(self.tree)
+            self._local_calls = set()
+            for stmt in self.tree.body:
+                if not _is_main_guard(stmt):
+                    self._local_calls.update(_called_local_names(stmt))
         return self._local_calls
 
     def _role_at(self, node: ast.AST) -> Optional[str]:
@@ -606,6 +610,12 @@ def _top_level_statements(body: List[ast.stmt]):
                 yield from _top_level_statements(getattr(stmt, name, []) or [])
             for handler in getattr(stmt, "handlers", []) or []:
                 yield from _top_level_statements(handler.body)
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`"""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
 
 
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})

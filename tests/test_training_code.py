@@ -167,3 +167,18 @@ def test_a_test_function_the_file_calls_itself_is_training_code():
     assert found(src) == {"ASC202"}
     assert not found(src.replace("test_train(*build())", "pass"))
 
+
+
+def test_a_test_function_run_from_the_main_block_stays_test_code():
+    src = """
+    import torch
+    def test_op(model, loader, optimizer):
+        for x in loader:
+            loss = model(x)
+            loss.backward()
+            optimizer.step()
+            torch.npu.synchronize()
+    if __name__ == "__main__":
+        test_op(*build())
+    """
+    assert not found(src)
