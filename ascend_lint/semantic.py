@@ -112,7 +112,7 @@ class FileContext:
         self._scope_roles: Dict[int, Optional[str]] = {}
         self._role_spans: Optional[List[Tuple[int, int, str]]] = None
         self._local_calls: Optional[Set[str]] = None
-        self._optional: Optional[Set[str]] = None
+        self._optional: Optional[Dict[str, Tuple[str, ...]]] = None
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
         self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES) or any(
@@ -383,13 +383,13 @@ class FileContext:
         return not called_only or func.name in self.step_loop_callees()
 
     # ------------------------------------------------------ optional imports
-    def optional_names(self) -> Set[str]:
-        """Names bound where an import may fail: imported in a module-level `try:` whose handler catches
-        ImportError (or Exception, or anything), and the names that `try`/`except` assigns (`HAS_FLASH =
-        True`, `FusedAdam = None`), or bound under a module-level `if is_<x>_available():`. Code that tests
-        or uses them is a feature branch, not a leftover."""
+    def optional_imports(self) -> Dict[str, Tuple[str, ...]]:
+        """Names bound where an import may fail, each with the modules that block imports: names imported
+        in a module-level `try:` whose handler catches ImportError (or Exception, or anything), the names
+        that `try`/`except` assigns (`HAS_FLASH = True`, `FusedAdam = None`), and names bound under a
+        module-level `if is_<x>_available():`. Rules decide which of those packages matter to them."""
         if self._optional is None:
-            self._optional = set()
+            self._optional = {}
             for stmt in _top_level_statements(self.tree.body):
                 if isinstance(stmt, ast.Try) and _guards_import(stmt):
                     parts = [stmt.body] + [h.body for h in stmt.handlers] + [stmt.orelse]
@@ -397,9 +397,11 @@ class FileContext:
                     parts = [stmt.body]  # `if is_fp8_available(): import transformer_engine...`
                 else:
                     continue
-                for part in parts:
-                    for inner in _top_level_statements(part):
-                        self._optional.update(_bound_names(inner))
+                inner = [s for part in parts for s in _top_level_statements(part)]
+                modules = tuple(m for s in inner for m in _imported_modules(s))
+                for stmt_inner in inner:
+                    for name in _bound_names(stmt_inner):
+                        self._optional[name] = self._optional.get(name, ()) + modules
         return self._optional
 
     # ------------------------------------------------------ not training code
@@ -640,6 +642,15 @@ def _availability_test(test: ast.expr) -> bool:
     return any(isinstance(n, ast.Call) and "available" in (
         n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else "")
         for n in ast.walk(test))
+
+
+def _imported_modules(stmt: ast.stmt) -> List[str]:
+    """`import a.b` -> ['a.b']; `from a.b import c` -> ['a.b.c']."""
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+        return [f"{stmt.module}.{a.name}" for a in stmt.names]
+    return []
 
 
 def _bound_names(stmt: ast.stmt) -> Set[str]:

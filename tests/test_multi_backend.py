@@ -91,3 +91,19 @@ def test_code_of_a_cuda_only_feature_is_deliberate(src):
 ])
 def test_other_backend_switches_are_deliberate(src):
     assert codes(src) == []
+
+
+def test_the_else_of_a_feature_test_is_the_ordinary_path():
+    src = ("import torch.distributed as dist\n"
+           "def setup(rank):\n    if is_sagemaker_mp_enabled():\n        return None\n"
+           "    elif rank >= 0:\n        dist.init_process_group(backend='nccl')\n")
+    assert codes(src) == [("ASC602", 8)]
+
+
+def test_optional_imports_of_npu_capable_packages_are_not_cuda_features():
+    torch_guard = ("def is_torch_available():\n    return True\nif is_torch_available():\n    import torch\n"
+                   "def seed(s):\n    if s:\n        torch.cuda.manual_seed(s)\n")
+    assert codes(torch_guard) == [("ASC603", 9)]
+    apex = ("try:\n    from apex import amp\n    mixed_precision = True\nexcept ImportError:\n    mixed_precision = False\n"
+            "def build(model, opt):\n    if mixed_precision:\n        model, opt = amp.initialize(model, opt, opt_level='O1')\n")
+    assert [f.code for f in lint(HEAD + apex, select=["ASC303"])] == ["ASC303"]

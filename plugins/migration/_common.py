@@ -55,12 +55,11 @@ def replace_in_literal(ctx: FileContext, node: ast.AST, old: str, new: str) -> O
 # What makes CUDA code deliberate rather than a leftover (see `in_backend_switch`).
 NPU_WORDS = frozenset({"npu", "npus", "ascend", "hccl"})
 # Another backend, or a CUDA-only library, named explicitly: `is_nvidia and ...`, `if is_xformers_available()`.
-OTHER_NAME_WORDS = frozenset({"nvidia", "rocm", "hip", "xformers", "sagemaker"})  # SageMaker MP/DP: CUDA-only
+OTHER_NAME_WORDS = frozenset({"nvidia", "rocm", "hip", "xformers"})
 OTHER_STRING_WORDS = OTHER_NAME_WORDS | {"gpu"}  # `dev.startswith("GPU")`
 _WORD_RE = re.compile(r"[a-z0-9]+")
 NPU_PROBE_RE = re.compile(r"is_(torch_)?npu_available")
-# `is_torch_bf16_gpu_available()`, `is_torch_tf32_available()` (Ampere TF32): GPU capability checks
-GPU_PROBE_RE = re.compile(r"is_\w*(?:gpu|tf32)\w*_available")
+GPU_PROBE_RE = re.compile(r"is_\w*gpu\w*_available")  # `is_torch_bf16_gpu_available()`: a GPU capability check
 CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 AVAILABILITY_PROBE = frozenset({"torch.cuda.is_available"})
 NEGATING_OPS = (ast.NotEq, ast.IsNot, ast.NotIn)
@@ -135,8 +134,14 @@ def _later_tests(if_node: ast.If) -> Iterator[ast.expr]:
         node = node.orelse[0] if len(node.orelse) == 1 else None
 
 
-# Words of a name that make a test select a CUDA-only feature: `if fused_adam_cls is not None`, `if HAS_FLASH:`.
-FEATURE_WORDS = frozenset({"fused", "flash", "triton", "xformers", "apex", "kernel", "kernels", "cutlass"})
+# Words of a name that make a test select a CUDA-only feature (`if fused_adam_cls is not None`, `if HAS_FLASH:`,
+# `if is_sagemaker_mp_enabled():`, `if is_torch_tf32_available():`); the code under such a test is that feature's.
+FEATURE_WORDS = frozenset({"fused", "flash", "triton", "xformers", "kernel", "kernels", "cutlass", "sagemaker",
+                           "tf32", "fp8"})
+# Packages that exist only for CUDA (an optional import of one of them guards CUDA-only code).
+CUDA_ONLY_PACKAGES = frozenset({"flash_attn", "xformers", "transformer_engine", "triton", "bitsandbytes", "cupy",
+                                "pynvml", "nvidia", "cutlass", "amp_c", "fused_layer_norm_cuda", "mamba_ssm",
+                                "causal_conv1d", "liger_kernel", "flashinfer", "apex.contrib"})
 
 
 def _probe_value(ctx: FileContext, value: ast.AST, probes: FrozenSet[str] = CUDA_PROBES) -> bool:
@@ -164,13 +169,39 @@ def _held_probe(ctx: FileContext, test: ast.AST) -> bool:
     return False
 
 
+_CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
+def _name_words(name: str) -> FrozenSet[str]:
+    """`FusedAdam` -> {fused, adam}; `HAS_FLASH_ATTN` -> {has, flash, attn}."""
+    return frozenset(w.lower() for w in _CAMEL_RE.findall(name))
+
+
+def cuda_only_names(ctx: FileContext) -> FrozenSet[str]:
+    """The file's optional names that come from a CUDA-only package or name a CUDA-only feature."""
+    names = set()
+    for name, modules in ctx.optional_imports().items():
+        if _name_words(name) & FEATURE_WORDS or any(_cuda_only_module(m) for m in modules):
+            names.add(name)
+    return frozenset(names)
+
+
+def _cuda_only_module(module: str) -> bool:
+    lowered = module.lower()
+    parts = lowered.split(".")
+    return any(p in CUDA_ONLY_PACKAGES for p in parts) or any(lowered.startswith(p + ".") or lowered == p
+                                                                  for p in CUDA_ONLY_PACKAGES) \
+        or any(_name_words(p) & FEATURE_WORDS for p in module.split(".")[1:])
+
+
 def _feature_test(ctx: FileContext, test: ast.AST) -> bool:
-    """A test of an optional (try-imported) name or of a fused/CUDA-kernel feature: `if FusedAdam is not
-    None:`, `if HAS_FLASH_ATTN:`, `fused_cls is not None and torch.cuda.is_available()`."""
-    optional = ctx.optional_names()
+    """A test of a CUDA-only feature: an optional name from a CUDA-only package, or a name or call that says
+    so (`if FusedAdam is not None:`, `if HAS_FLASH_ATTN:`, `fused_cls is not None and torch.cuda.is_available()`,
+    `if is_sagemaker_mp_enabled():`, `if is_torch_tf32_available():`)."""
+    optional = cuda_only_names(ctx)
     for sub in ast.walk(test):
-        if isinstance(sub, ast.Name) and (sub.id in optional or
-                                          frozenset(_WORD_RE.findall(sub.id.lower())) & FEATURE_WORDS):
+        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if name is not None and (name in optional or _name_words(name) & FEATURE_WORDS):
             return True
     return False
 
@@ -179,10 +210,12 @@ def _in_feature_code(ctx: FileContext, cache: Dict) -> bool:
     """In code of a CUDA-only feature: a function named for one (`detect_flash_attention_support`), or an
     `if` branch that uses an optional (guarded-import) name (`elif mixed_precision == "fp8": te_recipe...`)."""
     func = ctx.function
-    if func is not None and frozenset(_WORD_RE.findall(func.name.lower())) & FEATURE_WORDS:
+    if func is not None and _name_words(func.name) & FEATURE_WORDS:
         return True
-    optional = ctx.optional_names()
-    if not optional or not ctx.ifs:
+    if not ctx.ifs:
+        return False
+    optional = cuda_only_names(ctx)
+    if not optional:
         return False
     if_node, in_else = ctx.ifs[-1]
     key = ("branch", id(if_node), in_else)
@@ -234,9 +267,10 @@ def in_backend_switch(ctx: FileContext, cache: Dict) -> bool:
         polarity = npu_polarity(if_node.test)
         if polarity == (-1 if in_else else 1):
             return False  # inside the NPU branch: CUDA code here is a leftover for sure
-        if polarity or dispatches_elsewhere(if_node.test) or _held_probe(ctx, if_node.test) \
-                or _feature_test(ctx, if_node.test):
+        if polarity or dispatches_elsewhere(if_node.test):
             return True
+        if not in_else and (_held_probe(ctx, if_node.test) or _feature_test(ctx, if_node.test)):
+            return True  # (the `else:` of such a test is the ordinary path)
         if not in_else and any(npu_polarity(t) == 1 for t in _later_tests(if_node)):
             return True
         if _names_cuda(if_node.test) and _other_branch_uses_npu(if_node, in_else):  # `if args.cuda: .. else: m.npu()`
@@ -250,12 +284,12 @@ def in_backend_switch(ctx: FileContext, cache: Dict) -> bool:
             polarity = npu_polarity(node.test)
             if polarity == (1 if child is node.body else -1):
                 return False
-            if polarity or dispatches_elsewhere(node.test) or _held_probe(ctx, node.test):
+            if polarity or dispatches_elsewhere(node.test) or (child is node.body and _held_probe(ctx, node.test)):
                 return True
         elif isinstance(node, ast.BoolOp) and (dispatches_elsewhere(node) or _feature_test(ctx, node)):
             return True
         elif isinstance(node, ast.Try) and child in node.body and ctx.function is None \
-                and _bound_names_any(node, ctx.optional_names()):
+                and _bound_names_any(node, cuda_only_names(ctx)):
             return True
     tests = [if_node.test for if_node, _ in ctx.ifs]
     tests += [n.test for n in ctx.stack if isinstance(n, (ast.If, ast.IfExp, ast.While))]
