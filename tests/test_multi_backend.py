@@ -107,3 +107,8 @@ def test_optional_imports_of_npu_capable_packages_are_not_cuda_features():
     apex = ("try:\n    from apex import amp\n    mixed_precision = True\nexcept ImportError:\n    mixed_precision = False\n"
             "def build(model, opt):\n    if mixed_precision:\n        model, opt = amp.initialize(model, opt, opt_level='O1')\n")
     assert [f.code for f in lint(HEAD + apex, select=["ASC303"])] == ["ASC303"]
+
+
+def test_a_user_flag_named_for_a_feature_is_not_a_probe():
+    src = "def setup(self):\n    if self.tf32:\n        torch.backends.cuda.matmul.allow_tf32 = True\n"
+    assert codes(src) == [("ASC604", 5)]

@@ -136,8 +136,9 @@ def _later_tests(if_node: ast.If) -> Iterator[ast.expr]:
 
 # Words of a name that make a test select a CUDA-only feature (`if fused_adam_cls is not None`, `if HAS_FLASH:`,
 # `if is_sagemaker_mp_enabled():`, `if is_torch_tf32_available():`); the code under such a test is that feature's.
-FEATURE_WORDS = frozenset({"fused", "flash", "triton", "xformers", "kernel", "kernels", "cutlass", "sagemaker",
-                           "tf32", "fp8"})
+FEATURE_WORDS = frozenset({"fused", "flash", "triton", "xformers", "kernel", "kernels", "cutlass"})
+# ... and words that say so only in a probe's name (`is_torch_tf32_available()`), not in a flag (`args.tf32`).
+PROBE_FEATURE_WORDS = FEATURE_WORDS | {"sagemaker", "tf32", "fp8"}
 # Packages that exist only for CUDA (an optional import of one of them guards CUDA-only code).
 CUDA_ONLY_PACKAGES = frozenset({"flash_attn", "xformers", "transformer_engine", "triton", "bitsandbytes", "cupy",
                                 "pynvml", "nvidia", "cutlass", "amp_c", "fused_layer_norm_cuda", "mamba_ssm",
@@ -200,6 +201,10 @@ def _feature_test(ctx: FileContext, test: ast.AST) -> bool:
     `if is_sagemaker_mp_enabled():`, `if is_torch_tf32_available():`)."""
     optional = cuda_only_names(ctx)
     for sub in ast.walk(test):
+        if isinstance(sub, ast.Call):
+            if _name_words(_called_name(sub)) & PROBE_FEATURE_WORDS:
+                return True
+            continue
         name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
         if name is not None and (name in optional or _name_words(name) & FEATURE_WORDS):
             return True
