@@ -43,7 +43,7 @@ NOT_IN_KEY = frozenset({
     "cache_dir", "output_format", "project_root", "config_path",
 })
 
-Entry = List[Any]  # [sha256 hex, size, mtime_ns (0: re-hash), [encoded findings]]
+Entry = List[Any]  # [sha256 hex, size, mtime_ns (0: re-hash), [encoded findings], ([notes])]
 
 
 def content_hash(raw: bytes) -> str:
@@ -256,13 +256,22 @@ class ResultCache:
             return None
 
     def store(self, path: str, sha: str, size: int, mtime_ns: int, read_ns: int,
-              findings: Iterable[Finding]) -> None:
-        """Remember the findings of the bytes hashed to `sha` (size/mtime as read at `read_ns`)."""
+              findings: Iterable[Finding], notes: Sequence[str] = ()) -> None:
+        """Remember the findings (and notes) of the bytes hashed to `sha` (size/mtime as read at `read_ns`)."""
         key = os.path.abspath(path)
         self.seen.add(key)
         racy = mtime_ns + RACY_NS >= read_ns
         self.entries[key] = [sha, size, 0 if racy else mtime_ns, [encode_finding(f) for f in findings]]
+        if notes:
+            self.entries[key].append(list(notes))
         self.dirty = True
+
+    def notes_of(self, path: str) -> Tuple[str, ...]:
+        """The notes stored with a file's entry (after a hit)."""
+        entry = self.entries.get(os.path.abspath(path))
+        if _well_formed(entry) and len(entry) == 5 and all(isinstance(n, str) for n in entry[4]):
+            return tuple(entry[4])
+        return ()
 
     def refresh_stat(self, path: str, size: int, mtime_ns: int, read_ns: int) -> None:
         """A hash hit on an entry whose stat was stale or racy: trust the new stat from now on."""
@@ -276,5 +285,6 @@ class ResultCache:
 
 
 def _well_formed(entry: Any) -> bool:
-    return (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], str)
-            and type(entry[1]) is int and type(entry[2]) is int and isinstance(entry[3], list))
+    return (isinstance(entry, list) and len(entry) in (4, 5) and isinstance(entry[0], str)
+            and type(entry[1]) is int and type(entry[2]) is int and isinstance(entry[3], list)
+            and (len(entry) == 4 or isinstance(entry[4], list)))

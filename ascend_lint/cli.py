@@ -2,20 +2,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import Callable, Iterator, List, Optional, Sequence, TextIO, Type
 
 from . import __version__
 from .config import ConfigError, Settings, load_settings
-from .discovery import discover
+from .discovery import Target, discover
 from .docs import fix_label, measured, precision_label, rule_text, rules_markdown, status
-from .engine import FileResult, Linter, error_finding, sorted_findings, summarize
-from .fileio import split_lines
+from .engine import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
+from .fileio import SourceError, read_source, split_lines
 from .registry import Registry, RegistryError, load_registry, print_warnings, select_rules
 from .reporters import FORMATS, Report, display_path, get_reporter
-from .rule import Applicability, Finding
+from .rule import Applicability, Finding, Rule
+from .sanitize import sanitize, sanitize_lines
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -24,10 +26,18 @@ class UsageError(Exception):
     """Bad command-line usage: exit code 2."""
 
 
-def _codes(values: Optional[List[str]]) -> Optional[List[str]]:
+def _codes(values: Optional[List[str]], flag: str = "") -> Optional[List[str]]:
+    """Comma-separated selectors; a value that holds none (`--select ''`) is a usage error."""
     if values is None:
         return None
-    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+    codes = []
+    for value in values:
+        found = [c.strip() for c in value.split(",") if c.strip()]
+        if not found:
+            raise UsageError(f"empty rule selector {value!r} in {flag or 'the selection'} "
+                             "(give codes or prefixes such as ASC1, or ALL)")
+        codes.extend(found)
+    return codes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--output-format", choices=sorted(FORMATS), help="report format (default: full)")
     out.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE")
     out.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
+    out.add_argument("--exit-non-zero-on-fix", action="store_true",
+                     help="exit 1 when fixes were applied, even if no finding is left")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
     files = check.add_argument_group("files and configuration")
@@ -61,9 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--force-exclude", action="store_true", default=None, help="apply excludes to files named on the command line too")
     files.add_argument("--stdin-filename", metavar="PATH", help="the path of the source read from stdin")
     files.add_argument("--add-noqa", action="store_true", help="append '# noqa: CODE' to every reported line")
+    files.add_argument("--ignore-noqa", action="store_true", default=None, help="ignore every '# noqa' comment")
+    files.add_argument("--show-files", action="store_true", help="list the files that would be linted, then exit")
+    files.add_argument("--show-settings", action="store_true",
+                       help="print the settings used for the first file (or PATH), then exit")
     fixes = check.add_argument_group("fixes")
     fixes.add_argument("--fix", action="store_true", default=None, help="apply safe fixes")
     fixes.add_argument("--no-fix", dest="fix", action="store_false", help="do not apply fixes")
+    fixes.add_argument("--fix-only", action="store_true",
+                       help="apply fixes, do not report what is left, exit 0 (implies --fix)")
     fixes.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply unsafe fixes (with --fix)")
     fixes.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
     fixes.add_argument("--diff", action="store_true", help="print the diff --fix would apply; write nothing")
@@ -78,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rules = sub.add_parser("rules", help="list every rule")
     rules.add_argument("--output-format", choices=("text", "markdown", "json"), default="text")
+
+    sub.add_parser("server", help="run the language server (LSP over stdio; pip install 'ascend-lint[server]')")
     return parser
 
 
@@ -94,10 +114,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return run_rule(args)
         if args.command == "rules":
             return run_rules(args)
+        if args.command == "server":
+            return run_server()
         parser.print_help()
         return EXIT_ERROR
     except (ConfigError, RegistryError, UsageError) as exc:
-        print(f"ascend-lint: error: {exc}", file=sys.stderr)
+        print(f"ascend-lint: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("ascend-lint: interrupted", file=sys.stderr)
@@ -106,7 +128,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_ERROR
     except Exception:  # never a bare traceback: say what happened and how to report it
         print("ascend-lint: internal error (please report it with this output):", file=sys.stderr)
-        traceback.print_exc()
+        sys.stderr.write(sanitize_lines(traceback.format_exc()))
         return EXIT_ERROR
 
 
@@ -121,7 +143,7 @@ def run_rule(args: argparse.Namespace) -> int:
     rule = _registry().get(args.code)
     if rule is None:
         raise UsageError(f"unknown rule {args.code!r} (see 'ascend-lint rules')")
-    sys.stdout.write(rule_text(rule))
+    sys.stdout.write(sanitize_lines(rule_text(rule)))  # third-party packs' docs are untrusted text
     return EXIT_OK
 
 
@@ -146,20 +168,31 @@ def run_rules(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_server() -> int:
+    try:
+        from .server import main as serve
+    except ImportError as exc:
+        raise UsageError(f"the language server needs pygls ({exc.name or exc}): "
+                         "pip install 'ascend-lint[server]'") from None
+    return serve()
+
+
 # ----------------------------------------------------------------------------- check
 def resolve_settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(args.config, args.isolated, os.getcwd())
     return settings.override(
-        select=_codes(args.select),
-        ignore=(settings.ignore + _codes(args.ignore)) if args.ignore else None,
-        extend_select=(settings.extend_select + _codes(args.extend_select)) if args.extend_select else None,
+        select=_codes(args.select, "--select"),
+        ignore=(settings.ignore + _codes(args.ignore, "--ignore")) if args.ignore else None,
+        extend_select=(settings.extend_select + _codes(args.extend_select, "--extend-select"))
+        if args.extend_select else None,
         preview=args.preview,
         target=args.target,
         exclude=args.exclude,
         extend_exclude=(settings.extend_exclude + args.extend_exclude) if args.extend_exclude else None,
         force_exclude=args.force_exclude,
-        fix=args.fix,
+        fix=True if args.fix_only else args.fix,
         unsafe_fixes=args.unsafe_fixes,
+        ignore_noqa=args.ignore_noqa,
         cache_dir=os.path.abspath(args.cache_dir) if args.cache_dir else None,  # relative to the cwd
         output_format=args.output_format,
     )
@@ -179,15 +212,24 @@ def run_check(args: argparse.Namespace) -> int:
     rules, warnings = select_rules(registry, settings)
     print_warnings(warnings)
     linter = Linter(rules, settings)
-    paths = args.paths or ["."]
+    paths = stdin_paths(args) or args.paths or ["."]
     if "-" in paths:
         if len(paths) > 1:
             raise UsageError("'-' (stdin) cannot be combined with other paths")
+        if args.show_settings:
+            return show_settings(args, settings, rules, args.stdin_filename or "-")
+        if args.show_files:
+            return EXIT_OK  # like ruff: stdin is no file to list
         return check_stdin(args, settings, linter, registry)
     targets, missing = discover(paths, settings)
+    if args.show_files:
+        return show_files(targets, missing)
+    if args.show_settings:
+        return show_settings(args, settings, rules, targets[0].path if targets else paths[0])
     results: List[FileResult] = [FileResult(p, [error_finding(p, "no such file or directory")]) for p in missing]
-    if not targets and not missing:
-        return EXIT_OK  # nothing to lint (pre-commit passed no files, or all excluded): quietly fine
+    if not targets and not missing and not args.quiet:
+        # nothing to lint (pre-commit passed no files, or all excluded): say so, and still write the report
+        print("warning: No Python files found under the given path(s)", file=sys.stderr)
     from .runner import lint_targets
 
     cache = None
@@ -207,6 +249,8 @@ def run_check(args: argparse.Namespace) -> int:
         if args.diff:
             return EXIT_FINDINGS if outcome.changed else EXIT_OK
         fixed = outcome.fixed
+    if args.fix_only:
+        return report_fix_only(args, fixed, sys.stdout)
     return emit(args, settings, registry, results, fixed)
 
 
@@ -217,7 +261,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) -> int:
-    raw = sys.stdin.buffer.read()
+    raw = sys.stdin.buffer.read(settings.max_file_size + 1)  # more than the cap: `file too large`
     path = args.stdin_filename or "-"
     result = linter.lint_bytes(raw, path)
     fixed = 0
@@ -228,12 +272,20 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) ->
         if isinstance(output, bytes):  # the fixed source, in the input's own encoding and newlines
             sys.stdout.flush()
             sys.stdout.buffer.write(output)
+            if len(raw) > settings.max_file_size:  # too large to lint: pass the rest through unchanged
+                import shutil
+
+                shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
             sys.stdout.buffer.flush()
         else:
             sys.stdout.write(output)
         if args.diff:
             return EXIT_FINDINGS if fixed else EXIT_OK
-        return EXIT_FINDINGS if result.findings and not args.exit_zero else EXIT_OK
+        if args.fix_only:
+            return report_fix_only(args, fixed, sys.stderr)  # stdout carries the source
+        if args.exit_zero:
+            return EXIT_OK
+        return EXIT_FINDINGS if result.findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
     return emit(args, settings, registry, [result], fixed)
 
 
@@ -251,25 +303,57 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
         raise UsageError(f"unknown output format {fmt!r} (choose from {', '.join(sorted(FORMATS))})")
     human = fmt in ("full", "concise")
     report = Report(findings, registry.rules, sources, fixed=fixed, unsafe_fixes=settings.unsafe_fixes,
-                    files=len(results))
+                    files=len(results), text_of=_texts(results))
     if args.statistics:
-        write_statistics(findings, sys.stdout)
+        from .reporters.statistics import render_statistics
+
+        with report_stream(args.output_file) as out:
+            render_statistics(findings, settings.unsafe_fixes, fmt == "json", out)
     elif args.output_file:
-        with open(args.output_file, "w", encoding="utf-8", newline="") as handle:
+        with report_stream(args.output_file) as handle:
             get_reporter(fmt)(report, handle)
     else:
         report.color = human and _use_color(sys.stdout)
         get_reporter(fmt)(report, sys.stdout)
-    if not args.quiet and (human or args.output_file or args.statistics):
+    if not args.quiet and (human or args.output_file or args.statistics) and not (
+            args.statistics and fmt == "json" and not args.output_file):
         write_summary(findings, fixed, settings, sys.stdout)
-    if findings and not args.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_OK
+        write_porting_hint(results, sys.stdout)
+    if args.exit_zero:
+        return EXIT_OK
+    return EXIT_FINDINGS if findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
 
 
-def write_statistics(findings: Sequence[Finding], out: TextIO) -> None:
-    for code, name, count, fixable in summarize(findings):
-        out.write(f"{count:>5}\t{code}\t{'[*] ' if fixable else ''}{name}\n")
+@contextlib.contextmanager
+def report_stream(path: Optional[str]) -> Iterator[TextIO]:
+    """stdout, or the `--output-file` (its missing parent directories are created, as ruff does)."""
+    if path is None:
+        yield sys.stdout
+        return
+    try:
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+        handle = open(path, "w", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {path}: {exc.strerror or exc}") from None
+    with handle:
+        yield handle
+
+
+def _texts(results: Sequence[FileResult]) -> Callable[[str], Optional[str]]:
+    """path -> full text, for reports that need more than lines (fix edits in `json`)."""
+    held = {r.path: r.source for r in results if r.source is not None}
+
+    def text_of(path: str) -> Optional[str]:
+        source = held.get(path)
+        if source is not None:
+            return source.text
+        try:
+            return read_source(path).text
+        except SourceError:
+            return None
+
+    return text_of
 
 
 def write_summary(findings: Sequence[Finding], fixed: int, settings: Settings, out: TextIO) -> None:
@@ -292,9 +376,70 @@ def write_summary(findings: Sequence[Finding], fixed: int, settings: Settings, o
         out.write(f"No fixes available ({unsafe} hidden fixes can be enabled with the `--unsafe-fixes` option).\n")
 
 
+# ----------------------------------------------------------------------------- ruff-parity modes
+def stdin_paths(args: argparse.Namespace) -> Optional[List[str]]:
+    """`--stdin-filename` reads stdin whatever the paths say (ruff's rule); other paths are ignored."""
+    if not args.stdin_filename:
+        return None
+    for path in args.paths:
+        if path != "-":
+            print(f"warning: Ignoring file {display_path(path)} in favor of standard input.", file=sys.stderr)
+    return ["-"]
+
+
+def report_fix_only(args: argparse.Namespace, fixed: int, out: TextIO) -> int:
+    """`--fix-only`: say how many findings were fixed, never what is left."""
+    if fixed and not args.quiet:
+        out.write(f"Fixed {fixed} finding{'s' if fixed != 1 else ''}.\n")
+    return EXIT_FINDINGS if fixed and args.exit_non_zero_on_fix and not args.exit_zero else EXIT_OK
+
+
+def show_files(targets: Sequence[Target], missing: Sequence[str]) -> int:
+    """`--show-files`: the files a run would lint, one per line."""
+    for path in missing:
+        print(f"warning: {display_path(path)}: no such file or directory", file=sys.stderr)
+    if not targets:
+        print("warning: No Python files found under the given path(s)", file=sys.stderr)
+    for target in targets:
+        sys.stdout.write(display_path(target.path) + "\n")
+    return EXIT_OK
+
+
+def show_settings(args: argparse.Namespace, settings: Settings, rules: Sequence[Type[Rule]], path: str) -> int:
+    """`--show-settings`: the resolved settings for `path`, each with where its value came from."""
+    from .settings_view import settings_lines
+
+    sys.stdout.write(f'Resolved settings for: "{display_path(path)}"\n')
+    for line in settings_lines(settings, rules, cli_keys(args)):
+        sys.stdout.write(line + "\n")
+    return EXIT_OK
+
+
+def cli_keys(args: argparse.Namespace) -> List[str]:
+    """The Settings fields the command line set."""
+    given = {
+        "select": args.select, "ignore": args.ignore, "extend_select": args.extend_select,
+        "preview": args.preview, "target": args.target, "exclude": args.exclude,
+        "extend_exclude": args.extend_exclude, "force_exclude": args.force_exclude,
+        "fix": args.fix if not args.fix_only else True, "unsafe_fixes": args.unsafe_fixes,
+        "ignore_noqa": args.ignore_noqa, "cache_dir": args.cache_dir, "output_format": args.output_format,
+    }
+    return [key for key, value in given.items() if value is not None]
+
+
+def write_porting_hint(results: Sequence[FileResult], out: TextIO) -> None:
+    """Porting mode, found: files that use CUDA and had NPU-context rules skipped (they are not NPU code yet)."""
+    count = sum(1 for r in results if NPU_RULES_SKIPPED_FOR_CUDA in r.notes)
+    if count:
+        files = f"{count} file{'s' if count != 1 else ''} that use{'s' if count == 1 else ''} CUDA"
+        out.write(f"Note: NPU-context rules were skipped in {files} and not torch_npu. Porting a GPU project "
+                  "to Ascend? Run with `--target npu` to check every file as NPU code.\n")
+
+
 def add_noqa(results: Sequence[FileResult]) -> int:
+    """Append `# noqa: CODES` to every reported line; written under the same policy as `--fix`."""
     from .engine import parse
-    from .fileio import SourceError, write_atomic
+    from .fileio import SourceError, write_source
     from .noqa import add_noqa_to_lines
 
     total = 0
@@ -309,13 +454,17 @@ def add_noqa(results: Sequence[FileResult]) -> int:
         for index, text in changed.items():
             lines[index] = text
         new_text = "".join(lines)
+        name = sanitize(source.path)
         try:
             parse(new_text, source.path)
-        except SourceError:
-            print(f"warning: {display_path(source.path)}: adding noqa comments would break the file; skipped",
-                  file=sys.stderr)
+            data = source.encode(new_text)
+        except (SourceError, UnicodeEncodeError):
+            print(f"warning: {name}: adding noqa comments would break the file; skipped", file=sys.stderr)
             continue
-        write_atomic(source.path, source.encode(new_text))
+        problem = write_source(source, data, what="noqa comments")
+        if problem:
+            print(f"warning: {name}: {problem}", file=sys.stderr)
+            continue
         total += sum(1 for f in result.findings if f.line - 1 in changed)
     print(f"Added {total} noqa directive{'s' if total != 1 else ''}.", file=sys.stderr)
     return EXIT_OK

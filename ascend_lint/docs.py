@@ -7,6 +7,7 @@ import textwrap
 from functools import lru_cache
 from typing import Iterable, List, Optional, Type
 
+from .core_rules import PARSE_ERROR_CODE
 from .rule import Rule
 from .training_code import NOT_TRAINING_CODE
 
@@ -20,7 +21,32 @@ findings judged TRUE (an actionable Ascend performance issue) and TRUE or DEBATA
 then. A default rule must reach 50 % and 90 %. Rules marked
 *NPU context* stay silent in files that do not import `torch_npu`, `mindspore` or Ascend apex names,
 do not use `torch.npu.*` and do not mention an `npu` device or `hccl` backend (`--target npu` forces it on).
+Pack `core` holds ascend-lint's own checks: ASC000 (a file that could not be linted, always on) and ASC001
+(unused `# noqa` codes).
 """
+
+
+RULES_URL = "https://github.com/ascend-lint/ascend-lint/blob/main/docs/rules.md"
+
+
+def rule_url(code: str, name: str) -> str:
+    """The rule's section in docs/rules.md on the project's home page."""
+    return f"{RULES_URL}#{code.lower()}-{name}"
+
+
+SUMMARY_LIMIT = 120
+
+
+def summary(rule: Type[Rule]) -> str:
+    """The rule in one sentence: `docs.summary`, else the first sentence of `docs.what`, shortened."""
+    if rule.docs.summary:
+        return " ".join(rule.docs.summary.split())
+    text = " ".join(rule.docs.what.split()) or rule.name
+    end = text.find(". ")
+    text = text[: end + 1] if end > 0 else text
+    if len(text) > SUMMARY_LIMIT:
+        text = text[: text.rfind(" ", 0, SUMMARY_LIMIT - 1)].rstrip(",;:") + "\u2026"
+    return text
 
 
 def fix_label(rule: Type[Rule]) -> str:
@@ -28,6 +54,8 @@ def fix_label(rule: Type[Rule]) -> str:
 
 
 def status(rule: Type[Rule]) -> str:
+    if rule.code == PARSE_ERROR_CODE:
+        return "always"  # a file that cannot be linted is always reported
     return "preview" if rule.preview else "default"
 
 
@@ -99,7 +127,7 @@ def _flags(rule: Type[Rule]) -> str:
 
 def rule_text(rule: Type[Rule]) -> str:
     """What `ascend-lint rule CODE` prints."""
-    lines = [f"{rule.code} {rule.name}", _flags(rule).replace("`", ""), ""]
+    lines = [f"{rule.code} {rule.name}", _flags(rule).replace("`", ""), "", summary(rule), ""]
     for title, body, is_code in sections(rule):
         lines.append(f"## {title}")
         if is_code:
@@ -111,7 +139,7 @@ def rule_text(rule: Type[Rule]) -> str:
 
 
 def rule_markdown(rule: Type[Rule]) -> str:
-    lines = [f"## {rule.code} `{rule.name}`", "", _flags(rule), ""]
+    lines = [f"## {rule.code} `{rule.name}`", "", _flags(rule), "", summary(rule), ""]
     for title, body, is_code in sections(rule):
         lines.append(f"### {title}")
         lines.append("")

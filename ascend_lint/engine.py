@@ -13,22 +13,27 @@ import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from . import noqa
 from .config import Settings
-from .fileio import SourceError, SourceFile, decode_source, read_source
-from .registry import PARSE_ERROR_CODE, code_matches
+from .core_rules import CORE_PACK, PARSE_ERROR_CODE, UNUSED_NOQA_CODE
+from .fileio import SourceError, SourceFile, check_size, decode_source, read_source, split_lines
+from .registry import code_matches, registered_codes
 from .rule import Finding, Rule, Severity
 from .semantic import FileContext, project_relative
 from .training_code import path_reason
-from .walker import Walker, trigger_lines
+from .triggers import TriggerText, alias_words
+from .walker import Walker
 
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
 PYTHON2_LINE_RE = re.compile(
     r"\s*(?:except\s+[\w.()]+\s*,\s*\w+\s*:|print\s+[^\s(=]|exec\s+[\"'\w]|raise\s+[\w.]+\s*,)")
 NPU_HINTS = ("torch_npu", "mindspore", "mindformers", "mindspeed", "hccl", "Npu", "npu'", 'npu"', "npu:", ".npu(",
              "torch.npu.")
+# FileResult note: NPU-context rules that could apply were skipped in a file that uses CUDA (a GPU
+# script not yet ported: `--target npu` checks it as NPU code).
+NPU_RULES_SKIPPED_FOR_CUDA = "npu-rules-skipped-cuda"
 
 
 @dataclass
@@ -36,6 +41,7 @@ class FileResult:
     path: str
     findings: List[Finding] = field(default_factory=list)
     source: Optional[SourceFile] = None
+    notes: Tuple[str, ...] = ()  # facts about the run on this file for the summary (see NPU_RULES_SKIPPED_FOR_CUDA)
 
 
 def error_finding(path: str, reason: str, line: int = 1, col: int = 1) -> Finding:
@@ -94,6 +100,10 @@ def parse(text: str, path: str) -> ast.Module:
 class Linter:
     """Lints sources with a fixed set of enabled rules and settings."""
 
+    # Rules without a trigger in the file are not run, and statements whose lines hold no trigger are
+    # not descended into; off only to test that pruning never loses a finding.
+    prune = True
+
     def __init__(self, rules: Sequence[Type[Rule]], settings: Settings) -> None:
         self.rules = list(rules)
         self.settings = settings
@@ -102,13 +112,14 @@ class Linter:
     # --------------------------------------------------------------- entry points
     def lint_path(self, path: str) -> FileResult:
         try:
-            source = read_source(path)
+            source = read_source(path, self.settings.max_file_size)
         except SourceError as exc:
             return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])
         return self.lint_source(source)
 
     def lint_bytes(self, raw: bytes, path: str) -> FileResult:
         try:
+            check_size(raw, self.settings.max_file_size)
             text, encoding = decode_source(raw)
         except SourceError as exc:
             return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])
@@ -118,7 +129,7 @@ class Linter:
         result = FileResult(source.path, source=source)
         try:
             with _gc_paused():  # the tree dies (by refcount) inside: no cyclic GC pass over it
-                result.findings = self.check(source.text, source.path, tree)
+                result.findings, result.notes = self.check_file(source.text, source.path, tree)
         except SourceError as exc:
             result.findings = [error_finding(source.path, exc.reason, exc.line, exc.col)]
         return result
@@ -146,48 +157,83 @@ class Linter:
         """Findings for one decoded source (noqa applied); raises SourceError if it does not parse.
 
         `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own).
+        With `ignore-noqa` set, no comment suppresses anything.
         """
+        return self.check_file(text, path, tree, line_noqa)[0]
+
+    def check_file(self, text: str, path: str, tree: Optional[ast.Module] = None,
+                   line_noqa: bool = True) -> Tuple[List[Finding], Tuple[str, ...]]:
+        """`check`, and the file's notes for the run's summary."""
         rules = self.rules_for(path)
+        walked = [r for r in rules if r.pack != CORE_PACK]
+        found, skipped, lines, notes = self._walk(walked, text, path, tree)
+        if self.settings.ignore_noqa:
+            findings = found
+        else:
+            if (found or "noqa" in text) and lines is None:
+                lines = split_lines(text)
+            findings = noqa.filter_findings(found, lines if line_noqa and found else [], text)
+            if "noqa" in text and any(r.code == UNUSED_NOQA_CODE for r in rules):
+                ran = {r.code for r in walked} - skipped
+                unused = noqa.unused_noqa(path, text, lines or [], found, ran, registered_codes())
+                findings += noqa.filter_findings(unused, lines if line_noqa else [], text)
+        findings.sort(key=Finding.sort_key)
+        return _dedupe(findings), notes
+
+    def _walk(self, rules: List[Type[Rule]], text: str, path: str, tree: Optional[ast.Module]
+              ) -> Tuple[List[Finding], Set[str], Optional[List[str]], Tuple[str, ...]]:
+        """(findings before noqa, codes skipped for the file's context, the file's lines if split, notes)."""
+        skipped: Set[str] = set()  # rules silent here because of the file's context (NPU, migration, tests)
         if path_reason(project_relative(path, self._root)) is not None:  # a test, benchmark or offline tool
+            skipped.update(r.code for r in rules if r.training_code_only)
             rules = [r for r in rules if not r.training_code_only]
+        scan = TriggerText(text)
+        occurs = scan.occurs
+        aliases = scan.import_aliases()
+
+        def applies(rule: Type[Rule]) -> bool:
+            return (any(occurs(t) for t in rule.file_triggers or ("",))
+                    and (not self.prune or any(occurs(t) for t in rule.triggers or ("",))
+                         or bool(aliases and alias_words(aliases, rule.triggers))))
+
+        notes: Tuple[str, ...] = ()
         if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
+            gated = [r for r in rules if r.npu_context]
+            skipped.update(r.code for r in gated)
             rules = [r for r in rules if not r.npu_context]
-        present: Dict[str, bool] = {}  # trigger -> occurs in the text (each text is scanned once)
-
-        def occurs(trigger: str) -> bool:
-            found = present.get(trigger)
-            if found is None:
-                found = present[trigger] = trigger in text
-            return found
-
-        rules = [r for r in rules
-                 if any(occurs(t) for t in r.file_triggers or ("",)) and any(occurs(t) for t in r.triggers or ("",))]
+            if "cuda" in text and any(applies(r) for r in gated):
+                notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
+        rules = [r for r in rules if applies(r)]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
-            return []
+            return [], skipped, None, notes
         if tree is None:
             with _gc_paused():
                 tree = parse(text, path)
         ctx = FileContext(path, text, tree, self.settings.target, self._root)
         instances = []
         for rule in rules:
-            if rule.npu_context and not ctx.npu:
-                continue
-            if rule.silent_when_auto_migrated and ctx.auto_migrated:
+            if (rule.npu_context and not ctx.npu) or (rule.silent_when_auto_migrated and ctx.auto_migrated):
+                skipped.add(rule.code)
+                if rule.npu_context and not ctx.npu and "cuda" in text:
+                    notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
                 continue
             instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
         if not instances:
-            return []
+            return [], skipped, None, notes
         table: Dict[type, list] = {}
-        triggers: List[str] = []
-        prune = True
+        triggers: Set[str] = set()
+        prune = self.prune
         for inst in instances:
             if inst.triggers:
-                triggers.extend(t for t in inst.triggers if present.get(t) is not False)
+                triggers.update(inst.triggers)
             else:
                 prune = False
             for node_type, name in _handlers(type(inst)):
                 table.setdefault(node_type, []).append(getattr(inst, name))
-        hit_lines = trigger_lines(text, sorted(set(triggers))) if prune else None
+        hit_lines = None
+        if prune:
+            words = alias_words(aliases, tuple(sorted(triggers))) if aliases else ()
+            hit_lines = scan.lines(sorted(t for t in triggers if occurs(t)), words)
         try:
             Walker(ctx, table, hit_lines).run()
             for inst in instances:
@@ -197,9 +243,7 @@ class Linter:
         except Exception as exc:  # a rule bug must not end the run: report it on this file
             raise SourceError(f"internal error in rule {_failing_rule(exc)} ({exc!r}); please report it") from None
         findings: List[Finding] = [f for inst in instances for f in inst.findings]
-        findings = noqa.filter_findings(findings, ctx.lines if line_noqa and findings else [], text)
-        findings.sort(key=Finding.sort_key)
-        return _dedupe(findings)
+        return findings, skipped, (ctx.lines if findings else None), notes
 
 
 _HANDLERS: Dict[type, List[Tuple[type, str]]] = {}
@@ -262,15 +306,3 @@ def sorted_findings(results: Sequence[FileResult]) -> List[Finding]:
     out = [f for r in results for f in r.findings]
     out.sort(key=Finding.sort_key)
     return out
-
-
-def summarize(findings: Sequence[Finding]) -> List[Tuple[str, str, int, bool]]:
-    """(code, name, count, fixable) rows for --statistics, most frequent first."""
-    counts: Dict[Tuple[str, str], List[int]] = {}
-    for f in findings:
-        row = counts.setdefault((f.code, f.name), [0, 0])
-        row[0] += 1
-        row[1] += f.fix is not None
-    rows = [(code, name, n, fixable > 0) for (code, name), (n, fixable) in counts.items()]
-    rows.sort(key=lambda r: (-r[2], r[0]))
-    return rows

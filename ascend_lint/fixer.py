@@ -6,8 +6,9 @@ has a fix to apply, so importing it costs nothing on a plain check.
 Per file and round: the applicable fixes are resolved to libcst nodes (spans are mapped with libcst's
 PositionProvider; only the top-level statements holding an edit are parsed, every other line is copied
 as it is), a fix that overlaps one accepted before it waits for the next round, all accepted fixes are
-applied in one transformer pass, the imports they need are added after the last top-level import, the
-output is parsed with `ast` and re-linted, and this repeats until nothing fixable is left (at most
+applied in one transformer pass, the imports they need are added with the file's imports and the imports
+they leave unused are removed (see fix_imports.py), the output is parsed with `ast` and re-linted, and
+this repeats until nothing fixable is left (at most
 `MAX_ROUNDS` rounds). A fix whose output does not parse is dropped with a warning naming the rule; fixes
 that change nothing although their finding remains, undo each other or never converge are dropped with
 a warning and the file is left as it was.
@@ -20,19 +21,18 @@ import dataclasses
 import functools
 import itertools
 import difflib
-import os
-import stat
 import sys
 import textwrap
 import warnings
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .config import Settings
 from .engine import FileResult, Linter, parse
-from .fileio import SourceError, SourceFile, split_lines, write_atomic
-from .reporters import clean_text, display_path
+from .fileio import SourceError, SourceFile, split_lines, write_source
+from .fix_imports import anchor_line, clean_unused_imports, import_facts, import_statement, names_module, plan
+from .sanitize import diff_name, sanitize
 from .rule import Applicability, Edit, Finding, Fix
 
 MAX_ROUNDS = 10
@@ -133,6 +133,12 @@ def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, 
             warned.add(message)
             warnings.append(message)
 
+    if any(is_applicable(f, settings) for f in findings):
+        try:  # text-level findings (unused noqa) can come from a file that does not parse: no fix there
+            current_tree = parse(text, path)
+        except SourceError as exc:
+            original.warnings = [f"not fixed: the file does not parse ({exc.reason})"]
+            return original
     for _ in range(MAX_ROUNDS):
         candidates = [f for f in current_findings if is_applicable(f, settings) and _fix_key(f) not in dropped]
         if not candidates:
@@ -159,6 +165,20 @@ def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, 
                 dropped.add(_fix_key(finding))
                 warn(f"{finding.code} fix at line {finding.line} produced invalid Python; fix dropped")
             continue
+        before = current_tree if current_tree is not None else parse(current, path)
+        cleaned, problems = clean_unused_imports(attempt.text, before, tree)
+        if problems:  # an import the fixes leave unused can be neither removed nor marked: drop those fixes
+            culprits = _unused_import_culprits(current, before, attempt.applied, path)
+            if not culprits:
+                original.warnings = warnings + [
+                    f"fixes {_codes(attempt.applied)} together {problems[0]}; file left as it was"]
+                return original
+            for finding, problem in culprits:
+                dropped.add(_fix_key(finding))
+                warn(f"{finding.code} fix at line {finding.line}: {problem}; fix dropped")
+            continue
+        if cleaned != attempt.text:
+            attempt.text, tree = cleaned, parse(cleaned, path)
         if attempt.text in seen:
             original.warnings = warnings + [
                 f"fixes {_codes(applied + attempt.applied)} are not idempotent (they undo each other); "
@@ -181,6 +201,38 @@ def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, 
                 "file left as it was"]
             return original
     return FileFix(current, applied, current_findings, warnings)
+
+
+def _unused_import_culprits(text: str, before: ast.Module, fixes: Sequence[Finding],
+                            path: str) -> List[Tuple[Finding, str]]:
+    """The fixes that, on their own, leave an import unused that can be neither removed nor marked."""
+    culprits = []
+    for finding in fixes:
+        try:
+            attempt = _apply_once(text, [finding], before)
+            _, problems = clean_unused_imports(attempt.text, before, parse(attempt.text, path))
+        except (SourceError, _CannotFix):
+            continue
+        if problems:
+            culprits.append((finding, problems[0]))
+    return culprits
+
+
+def apply_alone(text: str, finding: Finding, tree: Optional[ast.Module] = None) -> Optional[str]:
+    """`text` (parsed: `tree`) with only `finding`'s fix applied (whatever its applicability), imports
+    it leaves unused cleaned as `--fix` cleans them; None if it cannot be applied on its own."""
+    try:
+        before = tree if tree is not None else parse(text, "<fix>")
+        attempt = _apply_once(text, [finding], before)
+        if not attempt.applied:
+            return None
+        cleaned, problems = clean_unused_imports(attempt.text, before, parse(attempt.text, "<fix>"))
+        if problems:
+            return None
+        parse(cleaned, "<fix>")
+    except (_CannotFix, SourceError):
+        return None
+    return cleaned
 
 
 def _syntax_culprits(text: str, fixes: Sequence[Finding], path: str) -> List[Finding]:
@@ -208,33 +260,31 @@ def _lines(text: str) -> List[str]:
     return lines[:-1] if lines and not lines[-1] else lines
 
 
-def unified_diff(path: str, old: str, new: str) -> str:
-    name = display_path(path)
+class DiffNameError(ValueError):
+    """A file name no unified diff can carry safely (see `sanitize.diff_name`)."""
+
+
+def unified_diff(path: str, old: str, new: str, terminal: bool = False) -> str:
+    """The unified diff `--diff` prints. The header names the file as `patch -p0` must read it (quoted
+    when it has spaces; DiffNameError when it has a newline, control or bidi character). With
+    `terminal`, the changed lines are sanitised too (a diff shown on a screen is read, not applied)."""
+    name = diff_name(path)
+    if name is None:
+        raise DiffNameError(f"its name ({sanitize(path)}) has a character a unified diff cannot carry safely "
+                            "(newline, control or bidi character, or bytes that are not UTF-8); "
+                            "rename the file or apply the fix with --fix")
     lines = difflib.unified_diff(_lines(old), _lines(new), fromfile=name, tofile=name)
     out = []
     for line in lines:
+        if terminal:
+            body = line.rstrip("\r\n")
+            line = sanitize(body, keep="\t") + line[len(body):]
         out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
 
-def _write(source: SourceFile, data: bytes) -> Optional[str]:
-    """Write `data` over the file unless it changed on disk or is read-only; a warning or None."""
-    real = os.path.realpath(source.path)
-    try:
-        with open(real, "rb") as handle:
-            current = handle.read()
-        mode = os.stat(real).st_mode
-    except OSError as exc:
-        return f"cannot re-read the file before writing ({exc.strerror or exc}); fixes not written"
-    if current != source.raw:
-        return "the file changed on disk since it was read; fixes not written"
-    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(real, os.W_OK):
-        return "the file is read-only; fixes not written"
-    try:
-        write_atomic(real, data)
-    except OSError as exc:
-        return f"cannot write the fixed file ({exc.strerror or exc}); file left as it was"
-    return None
+def _is_terminal(stream: TextIO) -> bool:
+    return hasattr(stream, "isatty") and stream.isatty()
 
 
 def _encode(source: SourceFile, text: str) -> Optional[bytes]:
@@ -259,9 +309,9 @@ def fix_results(results: Sequence[FileResult], linter: Linter, settings: Setting
         if source is None or not any(is_applicable(f, settings) for f in result.findings):
             continue
         done = fix_text(source.text, source.path, result.findings, linter, settings)
-        name = display_path(source.path)
+        name = sanitize(source.path)
         for message in done.warnings:
-            err.write(f"warning: {name}: {clean_text(message)}\n")
+            err.write(f"warning: {name}: {sanitize(message)}\n")
         if not done.applied or done.text == source.text:
             continue
         data = _encode(source, done.text)
@@ -270,9 +320,12 @@ def fix_results(results: Sequence[FileResult], linter: Linter, settings: Setting
                       "file left as it was\n")
             continue
         if diff:
-            out.write(unified_diff(source.path, source.text, done.text))
+            try:
+                out.write(unified_diff(source.path, source.text, done.text, terminal=_is_terminal(out)))
+            except DiffNameError as exc:
+                err.write(f"error: {name}: no diff shown: {exc}\n")
         else:
-            problem = _write(source, data)
+            problem = write_source(source, data)
             if problem:
                 err.write(f"warning: {name}: {problem}\n")
                 continue
@@ -296,9 +349,9 @@ def write_fixes(outcome: FixOutcome, stream: TextIO) -> None:
         return
     stream.write(f"Fixed {outcome.fixed} finding{'s' if outcome.fixed != 1 else ''}:\n")
     for path in sorted(outcome.per_file):
-        stream.write(f"- {display_path(path)}:\n")
+        stream.write(f"- {sanitize(path)}:\n")
         for (code, name), count in sorted(outcome.per_file[path].items()):
-            stream.write(f"    {count} \u00d7 {code} ({name})\n")
+            stream.write(f"    {count} \u00d7 {sanitize(code)} ({sanitize(name)})\n")
     stream.write("\n")
 
 
@@ -312,17 +365,22 @@ def fix_stdin(raw: bytes, result: FileResult, linter: Linter, settings: Settings
     if source is None or not any(is_applicable(f, settings) for f in result.findings):
         return unchanged, 0, result
     done = fix_text(source.text, source.path, result.findings, linter, settings)
+    name = sanitize(source.path)
     for message in done.warnings:
-        err.write(f"warning: {display_path(source.path)}: {clean_text(message)}\n")
+        err.write(f"warning: {name}: {sanitize(message)}\n")
     if not done.applied or done.text == source.text:
         return unchanged, 0, result
     data = _encode(source, done.text)
     if data is None:
-        err.write(f"warning: {display_path(source.path)}: the fixed source cannot be encoded as "
-                  f"{source.encoding}; left as it was\n")
+        err.write(f"warning: {name}: the fixed source cannot be encoded as {source.encoding}; left as it was\n")
         return unchanged, 0, result
     if diff:
-        return unified_diff(source.path, source.text, done.text), len(done.applied), result
+        try:
+            return (unified_diff(source.path, source.text, done.text, terminal=_is_terminal(sys.stdout)),
+                    len(done.applied), result)
+        except DiffNameError as exc:
+            err.write(f"error: {name}: no diff shown: {exc}\n")
+            return unchanged, len(done.applied), result
     result.findings = done.findings
     result.source = SourceFile(source.path, data, done.text, source.encoding)
     return data, len(done.applied), result
@@ -550,42 +608,6 @@ def _expression_dump(text: str) -> Optional[str]:
         return None
 
 
-def _import_plan(imported: Tuple[set, Dict[str, str]], modules: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
-    """(modules to import, {module: alias to write instead}) for a fix needing `modules`."""
-    available, aliases = imported
-    needed, renames = [], {}
-    for module in modules:
-        if module in available:
-            continue
-        if module in aliases:
-            renames[module] = aliases[module]
-        else:
-            needed.append(module)
-    return needed, renames
-
-
-def _module_imports(tree: ast.Module) -> Tuple[set, Dict[str, str]]:
-    """Modules usable by their dotted name, and `import M as A` aliases, outside functions and classes."""
-    available: set = set()
-    aliases: Dict[str, str] = {}
-    stack: List[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    aliases.setdefault(alias.name, alias.asname)
-                else:
-                    parts = alias.name.split(".")
-                    available.update(".".join(parts[: i + 1]) for i in range(len(parts)))
-        elif isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-                stack.extend(getattr(node, name, ()) or ())
-        elif isinstance(node, (ast.ExceptHandler, getattr(ast, "match_case", ast.ExceptHandler))):
-            stack.extend(node.body)
-    return available, aliases
-
-
 def _rename(cst: Any, node: Any, renames: Dict[str, str]) -> Any:
     """Spell module `M` as its alias `A` (from `import M as A`) inside a fix's new code."""
 
@@ -664,12 +686,17 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
         import libcst.helpers  # noqa: F401  (get_full_name_for_node)
         from libcst.metadata import MetadataWrapper
 
+    text, text_applied, findings = _apply_text_edits(text, findings)
+    if text_applied:
+        tree = None
+        if not findings:
+            return _Attempt(text, text_applied, [])
     if tree is None:
         tree = parse(text, "<fix>")
     lines = split_lines(text, keepends=True)
     units = _units(tree)
     starts = [u[0] for u in units]
-    imported = _module_imports(tree)
+    facts = import_facts(tree)
 
     def unit_of(span: Any) -> int:
         i = bisect.bisect_right(starts, span.line) - 1
@@ -680,7 +707,8 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
     bounds: List[List[int]] = []
     touched = sorted({unit_of(e.span) for f in findings for e in f.fix.edits} - {-1})  # type: ignore[union-attr]
     # added imports go right after line `after`: no chunk may run across it
-    after = _import_line(tree) if any(f.fix.imports for f in findings) else -1  # type: ignore[union-attr]
+    wanted = sorted({m for f in findings for m in f.fix.imports})  # type: ignore[union-attr]
+    after = anchor_line(tree, wanted) if wanted else -1
     for i in touched:
         if (bounds and units[i][0] - bounds[-1][1] <= CHUNK_GAP
                 and not bounds[-1][1] <= after < units[i][0]):
@@ -696,13 +724,8 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
             raise LookupError("its target is not inside one statement")
         if i not in chunks:
             chunk = chunks[i] = _Chunk(bounds[i][0], bounds[i][1])
-            try:
-                module = cst.parse_module("".join(lines[chunk.first - 1:chunk.last]))
-            except Exception as exc:
-                message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                chunk.error = f"libcst could not parse the statement at line {chunk.first}: {message}"
-            else:
-                chunk.resolver = _Resolver(cst, MetadataWrapper(module, unsafe_skip_copy=True), chunk.first - 1)
+            chunk.resolver, chunk.error = _chunk_resolver(
+                cst, MetadataWrapper, "".join(lines[chunk.first - 1:chunk.last]), chunk.first)
         chunk = chunks[i]
         if chunk.resolver is None:
             raise LookupError(chunk.error)
@@ -713,11 +736,18 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
         index = _OpIndex()
         applied: List[Finding] = []
         failed: List[Tuple[Finding, str]] = []
-        imports: List[str] = []
+        imports: Dict[str, bool] = {}  # module to import -> some fix's code names it
         for finding in findings:
             fix = finding.fix
             assert fix is not None
-            needed, renames = _import_plan(imported, fix.imports)
+            texts = [e.text for e in fix.edits]
+            needed, renames, problem = plan(facts, fix.imports, texts)
+            if not problem and needed and any(e.span.line <= after for e in fix.edits):
+                problem = f"needs `import {needed[0]}` above line {min(e.span.line for e in fix.edits)}, " \
+                          "where no import can go"
+            if problem:
+                failed.append((finding, problem))
+                continue
             try:
                 ops = []
                 for edit in fix.edits:
@@ -740,9 +770,10 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
                 if not op.noop:
                     index.add(op)
             applied.append(finding)
-            imports.extend(m for m in needed if m not in imports)
+            for module in needed:
+                imports[module] = imports.get(module, False) or names_module(texts, module)
         if not applied:
-            return _Attempt(text, [], failed)
+            return _Attempt(text, text_applied, failed)
         for chunk, op in accepted:
             chunk.ops.append(op)
         indent = _indent_unit(tree, lines)
@@ -759,37 +790,85 @@ def _apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Modul
                     original = "".join(lines[chunk.first - 1:chunk.last])
                     code = code.rstrip("\r\n") + original[len(original.rstrip("\r\n")):]
                 new_chunks[chunk.first] = code
-        return _Attempt(_assemble(tree, lines, {c.first: c.last for c in chunks.values()}, new_chunks, imports),
-                        applied, failed)
+        statements = [import_statement(m, [m] if named else []) for m, named in imports.items()]
+        return _Attempt(_assemble(lines, {c.first: c.last for c in chunks.values()}, new_chunks, after, statements),
+                        text_applied + applied, failed)
     except Exception as exc:  # a libcst validation error or a bug here must not crash the run
         raise _CannotFix(f"cannot apply fixes {_codes(findings)}: internal error ({type(exc).__name__}: {exc}); "
                          "file left as it was") from None
 
 
-def _import_line(tree: ast.Module) -> int:
-    """The line after which new imports go: the last top-level import, else the docstring, else
-    just before the first statement."""
-    line = 0
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            line = stmt.end_lineno or stmt.lineno
-    if not line and tree.body:
-        first = tree.body[0]
-        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-            line = first.end_lineno or first.lineno
-        else:
-            line = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", ())]) - 1
-    return line
+def _is_text_fix(finding: Finding) -> bool:
+    return all(e.op == "replace_text" for e in finding.fix.edits)  # type: ignore[union-attr]
 
 
-def _assemble(tree: ast.Module, lines: List[str], ends: Dict[int, int], new_chunks: Dict[int, str],
+def _apply_text_edits(text: str, findings: Sequence[Finding]) -> Tuple[str, List[Finding], List[Finding]]:
+    """Apply the fixes made of `replace_text` edits (plain text within one line, e.g. a comment).
+
+    A text fix on a line that another fix of this round touches, or that overlaps an earlier text
+    fix, waits for the next round. Returns (text, applied, the other findings).
+    """
+    structural = [f for f in findings if not _is_text_fix(f)]
+    if len(structural) == len(findings):
+        return text, [], list(findings)
+    busy = {n for f in structural for e in f.fix.edits  # type: ignore[union-attr]
+            for n in range(e.span.line, e.span.end_line + 1)}
+    lines = split_lines(text, keepends=True)
+    taken: Dict[int, List[Tuple[int, int]]] = {}
+    edits: List[Edit] = []
+    applied: List[Finding] = []
+    for finding in findings:
+        if not _is_text_fix(finding):
+            continue
+        mine = finding.fix.edits  # type: ignore[union-attr]
+        if any(e.span.line != e.span.end_line or e.span.line in busy or not 0 < e.span.line <= len(lines)
+               or any(e.span.col < end and start < e.span.end_col for start, end in taken.get(e.span.line, []))
+               for e in mine):
+            continue
+        for e in mine:
+            taken.setdefault(e.span.line, []).append((e.span.col, e.span.end_col))
+        edits.extend(mine)
+        applied.append(finding)
+    for e in sorted(edits, key=lambda e: (e.span.line, e.span.col), reverse=True):
+        line = lines[e.span.line - 1]
+        body = line.rstrip("\r\n")
+        body = body[:e.span.col] + e.text + body[e.span.end_col:]
+        lines[e.span.line - 1] = body + line[len(line.rstrip("\r\n")):]
+    return "".join(lines), applied, structural
+
+
+_RESOLVERS: "OrderedDict[Tuple[str, int], Tuple[Optional[_Resolver], str]]" = OrderedDict()
+RESOLVER_CACHE = 4  # chunks kept parsed: fixes applied one at a time (json edits, editors) reuse them
+
+
+def _chunk_resolver(cst: Any, wrapper: Any, source: str, first: int) -> Tuple[Optional[_Resolver], str]:
+    """(resolver, error) for the chunk `source` starting at line `first`; a resolver is read-only,
+    so the last few are kept: the libcst parse and its positions are most of a fix's cost."""
+    key = (source, first)
+    if key in _RESOLVERS:
+        _RESOLVERS.move_to_end(key)
+        return _RESOLVERS[key]
+    try:
+        module = cst.parse_module(source)
+        found: Tuple[Optional[_Resolver], str] = (
+            _Resolver(cst, wrapper(module, unsafe_skip_copy=True), first - 1), "")
+    except Exception as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        found = (None, f"libcst could not parse the statement at line {first}: {message}")
+    _RESOLVERS[key] = found
+    while len(_RESOLVERS) > RESOLVER_CACHE:
+        _RESOLVERS.popitem(last=False)
+    return found
+
+
+def _assemble(lines: List[str], ends: Dict[int, int], new_chunks: Dict[int, str], after: int,
               imports: Sequence[str]) -> str:
-    """The file with the rewritten chunks in place of their lines, and `import M` lines added."""
+    """The file with the rewritten chunks in place of their lines, and the `imports` lines added after
+    line `after` (see fix_imports.anchor_line)."""
     newline = next((ln[len(ln.rstrip("\r\n")):] for ln in lines if ln.endswith(("\n", "\r"))), "\n")
-    after = _import_line(tree) if imports else -1
     out: List[str] = []
-    if after == 0:
-        out.extend(f"import {m}{newline}" for m in imports)
+    if imports and after == 0:
+        out.extend(f"{m}{newline}" for m in imports)
     line = 1
     while line <= len(lines):
         if line in new_chunks:
@@ -798,10 +877,10 @@ def _assemble(tree: ast.Module, lines: List[str], ends: Dict[int, int], new_chun
         else:
             last = line
             out.append(lines[line - 1])
-        if line <= after <= last:
+        if imports and line <= after <= last:
             if out[-1] and not out[-1].endswith(("\n", "\r")):
                 out.append(newline)
-            out.extend(f"import {m}{newline}" for m in imports)
+            out.extend(f"{m}{newline}" for m in imports)
         line = last + 1
     return "".join(out)
 

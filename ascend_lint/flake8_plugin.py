@@ -15,7 +15,8 @@ from typing import Any, ClassVar, Dict, Iterator, Optional, Sequence, Tuple
 from . import __version__
 from .config import TARGETS, ConfigError, load_settings
 from .engine import Linter
-from .fileio import SourceError
+from .fileio import SourceError, check_size
+from .sanitize import sanitize
 from .registry import PARSE_ERROR_CODE, RegistryError, load_registry, print_warnings, select_rules
 
 Error = Tuple[int, int, str, type]
@@ -67,7 +68,7 @@ class AscendLintChecker:
         try:  # fail at start-up with a clear message rather than once per file
             cls.linter()
         except (ConfigError, RegistryError) as exc:
-            raise SystemExit(f"ascend-lint: error: {exc}") from None
+            raise SystemExit(f"ascend-lint: error: {sanitize(str(exc))}") from None
 
     @classmethod
     def linter(cls) -> Linter:
@@ -83,16 +84,19 @@ class AscendLintChecker:
         text = "".join(self.lines)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
         try:
-            findings = self.linter().check(text, self.filename, tree=tree, line_noqa=False)
+            linter = self.linter()
+            if len(text) * 4 > linter.settings.max_file_size:  # flake8 read it; the cap still applies
+                check_size(text.encode("utf-8", "surrogatepass"), linter.settings.max_file_size)
+            findings = linter.check(text, self.filename, tree=tree, line_noqa=False)
         except SourceError as exc:
             yield exc.line, max(exc.col - 1, 0), f"{PARSE_ERROR_CODE} {_one_line(exc.reason)}", kind
             return
         except (ConfigError, RegistryError) as exc:
-            print(f"ascend-lint: error: {exc}", file=sys.stderr)
+            print(f"ascend-lint: error: {sanitize(str(exc))}", file=sys.stderr)
             return
         for f in findings:
             yield f.line, max(f.col - 1, 0), f"{f.code} {_one_line(f.message)}", kind
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return sanitize(" ".join(text.split()))

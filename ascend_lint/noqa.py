@@ -1,10 +1,15 @@
-"""Suppression comments: `# noqa`, `# noqa: ASC101,ASC202` and the file-level `# ascend-lint: noqa`."""
+"""Suppression comments: `# noqa`, `# noqa: ASC101,ASC202` and the file-level `# ascend-lint: noqa`;
+the unused-noqa check (ASC001)."""
 from __future__ import annotations
 
+import io
 import re
-from typing import Dict, Iterable, List, Optional, Set
+import tokenize
+from dataclasses import dataclass
+from typing import Callable, Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from .rule import Finding
+from .core_rules import UNUSED_NOQA_CODE
+from .rule import Applicability, Edit, Finding, Fix, Severity, Span
 
 NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
@@ -79,3 +84,105 @@ def add_noqa_to_lines(lines: List[str], findings: Iterable[Finding]) -> Dict[int
             body = body.rstrip() + "  # noqa: " + ", ".join(sorted(codes))
         changed[index] = body + ending
     return changed
+
+
+# ----------------------------------------------------------------------------- unused noqa (ASC001)
+@dataclass(frozen=True)
+class Directive:
+    """A `# noqa: CODES` directive in a comment; columns are 0-based characters of its line."""
+
+    line: int  # 1-based
+    start: int  # the directive's `#`
+    end: int  # just after its last code
+    codes_start: int
+    codes: Tuple[str, ...]  # as written, upper-cased, in order
+
+
+def _directives_in(comment: str, line: int, col: int) -> Iterator[Directive]:
+    for match in NOQA_RE.finditer(comment):
+        if match.group("codes"):
+            codes = tuple(c.upper() for c in CODE_SPLIT_RE.split(match.group("codes")) if c)
+            yield Directive(line, col + match.start(), col + match.end(), col + match.start("codes"), codes)
+
+
+def directives(text: str, wanted: Callable[[str], bool]) -> List[Directive]:
+    """The noqa directives with codes in real comments (not in strings), if one names a `wanted` code."""
+    if "noqa" not in text.lower():
+        return []
+    if not any(wanted(code) for m in NOQA_RE.finditer(text) if m.group("codes")
+               for code in CODE_SPLIT_RE.split(m.group("codes").upper()) if code):
+        return []  # only other tools' codes: not worth tokenizing the file
+    found: List[Directive] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT and "noqa" in token.string.lower():
+                found.extend(_directives_in(token.string, token.start[0], token.start[1]))
+    except (tokenize.TokenError, SyntaxError, ValueError):  # not Python enough to tell comments apart
+        return []
+    return found
+
+
+def unused_noqa(path: str, text: str, lines: Sequence[str], findings: Sequence[Finding], ran: Set[str],
+                registered: Collection[str]) -> List[Finding]:
+    """ASC001 findings: noqa codes that suppressed none of `findings` (found before suppression).
+
+    A code is judged only when every registered code it matches belongs to a rule that `ran` on the
+    file, or when it is an `ASC` code that matches no registered rule at all (unknown).
+    """
+    def judged(code: str) -> Optional[str]:
+        matching = [c for c in registered if c.startswith(code)]
+        if not matching:
+            return "unknown" if code.startswith("ASC") else None
+        return "unused" if all(c in ran for c in matching) else None
+
+    whole = file_codes(text)
+    by_line: Dict[int, List[str]] = {}
+    for f in findings:
+        if not _suppressed(f.code, whole):
+            by_line.setdefault(f.line, []).append(f.code)
+    out: List[Finding] = []
+    for directive in directives(text, lambda code: judged(code) is not None):
+        reported = by_line.get(directive.line, [])
+        problems: Dict[str, List[str]] = {}
+        keep: List[str] = []
+        for code in directive.codes:
+            seen = code in keep or any(code in codes for codes in problems.values())
+            verdict = "duplicated" if seen else judged(code)
+            if verdict == "unused" and any(r.startswith(code) for r in reported):
+                verdict = None
+            if verdict is None:
+                keep.append(code)
+            else:
+                problems.setdefault(verdict, []).append(code)
+        if problems:
+            details = "; ".join(f"{kind}: " + ", ".join(f"`{c}`" for c in codes)
+                                for kind, codes in problems.items())
+            line = lines[directive.line - 1] if directive.line <= len(lines) else ""
+            out.append(Finding(path, directive.line, directive.start + 1, directive.line, directive.end + 1,
+                               UNUSED_NOQA_CODE, "unused-noqa", f"Unused `noqa` directive ({details})",
+                               Severity.WARNING, _removal(directive, line, keep)))
+    return out
+
+
+def _removal(directive: Directive, line: str, keep: Sequence[str]) -> Fix:
+    """The safe fix: keep only `keep`, or drop the directive (what follows it stays a comment)."""
+    line = line.rstrip("\r\n")
+    if keep:
+        start, end, text = directive.codes_start, directive.end, ", ".join(keep)
+        description = "Remove the unused codes from the `noqa` directive"
+    else:
+        description = "Remove the unused `noqa` directive"
+        start, end = directive.start, directive.end
+        rest = line[end:]
+        if not rest.strip():  # nothing after it: drop the whitespace before it too
+            start = len(line[:start].rstrip(" \t"))
+            if not line[:start].strip():
+                start = 0
+            end, text = len(line), ""
+        elif rest.lstrip().startswith("#"):  # `# noqa: X  # why` -> `# why`
+            end += len(rest) - len(rest.lstrip())
+            text = ""
+        else:  # `# noqa: X why` -> `# why`
+            text = "#"
+    span = Span(directive.line, start, directive.line, end)
+    return Fix(Applicability.SAFE, description, (Edit("replace_text", span, text),))

@@ -1,17 +1,20 @@
 """Rule packs from the `ascend_lint.plugins` entry point group, and rule selection by code/prefix."""
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type
 
-from .config import ConfigError, Settings
+from . import __version__
+from .config import ConfigError, Settings, describe
+from .core_rules import CORE_PACK, CORE_RULES, PARSE_ERROR_CODE
+from .sanitize import sanitize
 from .rule import Rule
 
 ENTRY_POINT_GROUP = "ascend_lint.plugins"
 CODE_RE = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
-PARSE_ERROR_CODE = "ASC000"
 
 
 class RegistryError(Exception):
@@ -66,8 +69,9 @@ def _entry_points() -> List[Any]:
 
 
 def load_registry() -> Registry:
-    """Load every installed pack; a pack that fails to import is skipped with a warning."""
+    """The core checks and every installed pack; a pack that fails to import is skipped with a warning."""
     registry = Registry()
+    registry.add_pack(CORE_PACK, CORE_RULES, f"ascend-lint {__version__}")
     seen = set()
     for ep in sorted(_entry_points(), key=lambda e: e.name):
         if (ep.name, ep.value) in seen:
@@ -87,6 +91,12 @@ def load_registry() -> Registry:
     return registry
 
 
+@functools.lru_cache(maxsize=1)
+def registered_codes() -> FrozenSet[str]:
+    """Every code of the core and the installed packs (loaded once per process)."""
+    return frozenset(load_registry().rules)
+
+
 def _matches(code: str, selector: str) -> int:
     """Specificity of `selector` for `code` (0: no match)."""
     return len(selector) if code.startswith(selector) else 0
@@ -97,11 +107,11 @@ def _validate_selectors(selectors: Sequence[str], registry: Registry, what: str)
     for raw in selectors:
         sel = raw.strip().upper()
         if not sel:
-            continue
+            raise ConfigError(f"empty rule selector {raw!r} in {what}")
         if sel == "ALL":
             sel = ""
         elif not any(code.startswith(sel) for code in registry.rules) and sel != PARSE_ERROR_CODE:
-            raise ConfigError(f"unknown rule selector {raw!r} in {what}")
+            raise ConfigError(f"unknown rule selector {describe(raw)} in {what}")
         out.append(sel)
     return out
 
@@ -124,7 +134,15 @@ def select_rules(registry: Registry, settings: Settings) -> Tuple[List[Type[Rule
             continue
         enabled.append(rule)
     validate_rule_options(registry, settings)
+    validate_per_file_ignores(registry, settings)
     return enabled, warnings
+
+
+def validate_per_file_ignores(registry: Registry, settings: Settings) -> None:
+    """Every code under `per-file-ignores` names a rule or a prefix of one (ruff stops on a typo too)."""
+    where = settings.config_path or "configuration"
+    for pattern, codes in settings.per_file_ignores.items():
+        _validate_selectors(codes, registry, f"per-file-ignores {pattern!r} of {where}")
 
 
 def validate_rule_options(registry: Registry, settings: Settings) -> None:
@@ -132,15 +150,15 @@ def validate_rule_options(registry: Registry, settings: Settings) -> None:
     for code, opts in settings.rule_options.items():
         rule = registry.rules.get(code)
         if rule is None:
-            raise ConfigError(f"{where}: unknown rule code {code!r} under 'rules'")
+            raise ConfigError(f"{where}: unknown rule code {describe(code)} under 'rules'")
         for key, value in opts.items():
             if key not in rule.options:
                 known = ", ".join(sorted(rule.options)) or "none"
-                raise ConfigError(f"{where}: rule {code} has no option {key!r} (options: {known})")
+                raise ConfigError(f"{where}: rule {code} has no option {describe(key)} (options: {known})")
             default = rule.options[key]
             if type(value) is not type(default) and not (isinstance(default, float) and type(value) is int):
                 raise ConfigError(
-                    f"{where}: option {key!r} of {code} must be {type(default).__name__}, got {value!r}"
+                    f"{where}: option {key!r} of {code} must be {type(default).__name__}, got {describe(value)}"
                 )
 
 
@@ -150,4 +168,4 @@ def code_matches(code: str, selectors: Iterable[str]) -> bool:
 
 def print_warnings(messages: Iterable[str]) -> None:
     for msg in messages:
-        print(f"warning: {msg}", file=sys.stderr)
+        print(f"warning: {sanitize(msg)}", file=sys.stderr)

@@ -52,6 +52,8 @@ class Edit:
     - ``insert_after``: insert the statement(s) `text` after the statement at `span`, same indent.
     - ``insert_body_end``: append the statement(s) `text` at the end of the body of the compound
       statement (function, class) at `span`.
+    - ``replace_text``: replace the characters of one line at `span` with `text` as it is (no
+      newline): for what libcst does not model as code, such as a comment.
     """
 
     op: str
@@ -102,10 +104,11 @@ class Finding:
 
 @dataclass
 class Docs:
-    """Rule documentation in ruff's sections."""
+    """Rule documentation in ruff's sections, and a one-sentence `summary` (SARIF, editors, listings)."""
 
     what: str
     why: str
+    summary: str = ""  # one sentence, at most ~120 characters; derived from `what` when empty
     example: str = ""
     use_instead: str = ""
     fix_safety: str = "No fix is offered."

@@ -20,8 +20,8 @@ from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Typ
 from .cache import ResultCache, content_hash
 from .config import Settings
 from .discovery import Target
-from .engine import FileResult, Linter
-from .fileio import SourceError, SourceFile, decode_source, read_source, split_lines
+from .engine import FileResult, Linter, error_finding
+from .fileio import SourceError, SourceFile, decode_source, read_bytes, read_source, split_lines
 from .rule import Finding, Rule
 
 # Below this much source, starting worker processes costs more than it saves (measured: a forked
@@ -46,6 +46,7 @@ class Outcome:
     mtime_ns: int = 0
     read_ns: int = 0
     hit: bool = False  # the expected hash matched: `findings` is empty and the cache entry stands
+    notes: Tuple[str, ...] = ()  # FileResult.notes
 
 
 def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
@@ -72,7 +73,7 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
             if hit is not None:
                 sha, findings = hit
                 if not (findings and keep_sources):
-                    results[path] = FileResult(path, findings)
+                    results[path] = FileResult(path, findings, notes=cache.notes_of(path))
                     continue
                 todo.append((path, sha))  # its source is needed: read it (and re-check the hash)
                 continue
@@ -87,12 +88,14 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
             findings = cache.lookup_hash(path, outcome.sha)
             if findings is not None:
                 cache.refresh_stat(path, outcome.size, outcome.mtime_ns, outcome.read_ns)
-                results[path] = FileResult(path, findings, outcome.source if findings and keep_sources else None)
+                results[path] = FileResult(path, findings, outcome.source if findings and keep_sources else None,
+                                           cache.notes_of(path))
                 continue
             outcome = _lint_one(linter, path, None, hashing, keep_sources)  # malformed entry: lint it
         if cache is not None and outcome.sha:
-            cache.store(path, outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns, outcome.findings)
-        results[path] = FileResult(path, outcome.findings, outcome.source)
+            cache.store(path, outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns, outcome.findings,
+                        outcome.notes)
+        results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
     if cache is not None:
         cache.save()
     return [results[p] for p in sorted(results)]
@@ -102,13 +105,10 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
 def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool, keep_source: bool) -> Outcome:
     """Read, hash and lint one file; stop after hashing when the bytes are the `expected` ones."""
     read_ns = time.time_ns()
-    try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            raw = handle.read()
-    except OSError:  # let the engine phrase the error (directory, broken link, permission)
-        result = linter.lint_path(path)
-        return Outcome(path, result.findings)
+    try:  # regular files only, at most `max-file-size` bytes (fileio.read_bytes)
+        raw, st = read_bytes(path, linter.settings.max_file_size)
+    except SourceError as exc:
+        return Outcome(path, [error_finding(path, exc.reason, exc.line, exc.col)])
     sha = content_hash(raw) if hashing else ""
     if expected is not None and sha == expected:
         source = None
@@ -121,7 +121,7 @@ def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool,
         return Outcome(path, [], source, sha, st.st_size, st.st_mtime_ns, read_ns, hit=True)
     result = linter.lint_bytes(raw, path)
     source = result.source if (keep_source and result.findings) else None
-    return Outcome(path, result.findings, source, sha, st.st_size, st.st_mtime_ns, read_ns)
+    return Outcome(path, result.findings, source, sha, st.st_size, st.st_mtime_ns, read_ns, notes=result.notes)
 
 
 # ----------------------------------------------------------------------------- many files

@@ -44,6 +44,11 @@ NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:|
 NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl', "torch.npu.")  # NPU_TEXT_RE needs one of them
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 STEP_COUNTER_RE = re.compile(r"(?:^|_)(?:step|steps|iter|iters|iteration)$", re.IGNORECASE)
+# Calls that train, by name (lower case, underscores dropped): a step (`train_step(x, y)`, a
+# `TrainOneStepCell` instance named so), an epoch (`train_one_epoch`, `run_epoch`) or more (MindSpore
+# `model.train(epochs, dataset)` with two or more arguments: torch's `model.train()` only sets the mode).
+TRAINING_CALL_RE = re.compile(r"train(?:one)?(?:step|epoch|batch|iter)|^(?:train|fit|runepoch)$")
+TRAINING_CLASS_RE = re.compile(r"(?i)train_?(?:one_?)?step")  # nn.TrainOneStepCell, TrainStepWrapCell, ...
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -106,7 +111,8 @@ class FileContext:
         self.withs: List[ast.AST] = []
         self.stack: List[ast.AST] = []  # nodes being visited, innermost last
         self._lines: Optional[List[str]] = None
-        self._step_cache: Dict[object, bool] = {}
+        self._import_facts = None  # computed on demand (import_status), only when a fix is built
+        self._step_cache: Dict[object, bool] = {}  # keys: id(node), (id(node), depth), ("trains", id(node))
         self._step_callees: Optional[Set[str]] = None
         self._file_role: Optional[Tuple[Optional[str]]] = None
         self._scope_roles: Dict[int, Optional[str]] = {}
@@ -205,6 +211,18 @@ class FileContext:
     def imports(self, prefix: str) -> bool:
         """Does the file import `prefix` or a submodule/name under it?"""
         return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+
+    def import_status(self, module: str) -> str:
+        """How the file imports `module` (or something under it), as the fixer sees it (fix_imports):
+        'module' when a statement of the module body itself imports it, so it is loaded whenever the file
+        runs; 'guarded' when it is imported only under if/try/with or inside a function or class (a fix
+        must not make the rest of the file depend on it); '' when the file does not import it."""
+        if self._import_facts is None:
+            from .fix_imports import import_facts
+
+            self._import_facts = import_facts(self.tree)
+        facts = self._import_facts
+        return "module" if module in facts.loaded else "guarded" if module in facts.guarded else ""
 
     def alias_for(self, qualified: str) -> Optional[str]:
         """The local spelling the file already has for a module (`import torch_npu as tnpu` -> 'tnpu')."""
@@ -523,6 +541,44 @@ class FileContext:
                         return True
             todo.extend(_child_nodes(node))
         return False
+
+    def in_training_loop(self) -> bool:
+        """Inside a loop of the current function that trains: a step loop, or a loop (an epoch loop) that
+        holds one, calls a local function that holds one, or calls a whole-training API (`model.train(epochs,
+        dataset)`, `train_one_epoch(...)`). A loop over files, tensors or eval batches is not one."""
+        func = self.function
+        return any(self._trains(loop) for loop in self.loops if func is None or _contains(func.node, loop))
+
+    def _trains(self, root: ast.AST, depth: int = 0) -> bool:
+        key = ("trains", id(root))
+        if key not in self._step_cache:
+            self._step_cache[key] = False  # (recursion guard)
+            found = False
+            for node in ast.walk(root):
+                if isinstance(node, LOOP_TYPES) and self.is_step_loop(node):
+                    found = True
+                elif isinstance(node, ast.Call):
+                    found = self._training_call(node, root, depth)
+                if found:
+                    break
+            self._step_cache[key] = found
+        return self._step_cache[key]
+
+    def _training_call(self, call: ast.Call, root: ast.AST, depth: int) -> bool:
+        name = receiver_name(call.func).lower().replace("_", "")
+        if TRAINING_CALL_RE.search(name):
+            return name != "train" or len(call.args) + len(call.keywords) >= 2
+        if (name.startswith("optim") or name == "opt") and len(call.args) == 1 and not call.keywords \
+                and not isinstance(call.args[0], ast.Call):
+            return True  # MindSpore's functional step `optimizer(grads)` / `optimizer(out[1])`
+        if isinstance(call.func, ast.Name):  # `trainer(x, y)` with `trainer = nn.TrainOneStepCell(...)`
+            bound = self.binding(call.func.id)
+            value = bound.value if bound is not None and bound.index is None else None
+            if isinstance(value, ast.Call) and TRAINING_CLASS_RE.search(receiver_name(value.func)):
+                return True
+        callee = _local_callee(call)
+        target = self.local_functions.get(callee) if callee else None
+        return target is not None and depth < 2 and target is not root and self._trains(target, depth + 1)
 
     def guarded(self, modulo_only: bool = True) -> bool:
         """Is the current node under an `if` inside the current loop (an `if step % N == 0` guard)?"""

@@ -45,31 +45,6 @@ LEAF_TYPES = frozenset(
 )
 
 
-def trigger_lines(text: str, triggers: Sequence[str]) -> Optional[List[int]]:
-    """Sorted line numbers holding a trigger text; None disables statement pruning."""
-    if not triggers:
-        return None
-    if "\r" in text:  # CRLF and lone CR end lines too: count them as "\n" (line numbers are kept)
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    find = text.find
-    count = text.count
-    lines = set()
-    add = lines.add
-    for trig in triggers:
-        pos = find(trig)
-        line, counted = 1, 0  # `line` is the number of the line holding text[counted]
-        while pos != -1:
-            line += count("\n", counted, pos)
-            add(line)
-            end = find("\n", pos)  # one hit per line is enough: go on after this line
-            if end == -1:
-                break
-            line += 1
-            counted = end + 1
-            pos = find(trig, counted)
-    return sorted(lines)
-
-
 class Walker:
     def __init__(self, ctx: FileContext, table: Dict[Type[ast.AST], List[Handler]],
                  hit_lines: Optional[List[int]]) -> None:
@@ -77,6 +52,7 @@ class Walker:
         self.table = table
         self.hit_lines = hit_lines
         self.skip = LEAF_TYPES.difference(table)  # leaves without handlers: nothing to do there
+        self.docstrings_inert = ast.Expr not in table and ast.Constant not in table
 
     def hit(self, first: int, last: int) -> bool:
         lines = self.hit_lines
@@ -177,9 +153,47 @@ class Walker:
         ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
         ctx.enter_function(node)
         ctx.stack.append(node)
-        self.stmts(node.body)
+        body = node.body
+        if self.hit_lines is not None and not self.hit(self.body_start(body), node.end_lineno or node.lineno):
+            self.record_only(body)  # no trigger in the whole body: nothing there for a handler
+        else:
+            self.stmts(body)
         ctx.stack.pop()
         ctx.scopes.pop()
+
+    def body_start(self, body: List[ast.stmt]) -> int:
+        """The first line of a body that a handler could care about: a docstring (which names
+        `Tensor`, `tensor`, ...) does not count unless some rule handles its node types."""
+        first = body[0]
+        if (first.__class__ is ast.Expr and first.value.__class__ is ast.Constant
+                and isinstance(first.value.value, str) and self.docstrings_inert):
+            return body[1].lineno if len(body) > 1 else 1 << 30
+        return first.lineno
+
+    def record_only(self, body: List[ast.stmt]) -> None:
+        """Walk a body that holds no trigger, keeping only what outlives it: imports, `self.X = ...`
+        attributes of the enclosing class, and nested classes (their kinds)."""
+        ctx = self.ctx
+        for stmt in body:
+            cls = stmt.__class__
+            if cls is ast.Assign:
+                for target in stmt.targets:
+                    if target.__class__ is ast.Attribute:
+                        ctx.bind_target(target, stmt.value, stmt)
+            elif cls is ast.AnnAssign:
+                if stmt.target.__class__ is ast.Attribute:
+                    ctx.bind_target(stmt.target, stmt.value, stmt)
+            elif cls is ast.Import or cls is ast.ImportFrom:
+                ctx.record_import(stmt)
+            elif cls is ast.ClassDef:
+                self.class_def(stmt)
+            elif cls in _COMPOUND:
+                for name in _BODIES:
+                    inner = getattr(stmt, name, None)
+                    if inner:
+                        self.record_only(inner)
+                for part in getattr(stmt, "handlers", None) or getattr(stmt, "cases", None) or ():
+                    self.record_only(part.body)
 
     def class_def(self, node: ast.ClassDef) -> None:
         ctx = self.ctx
@@ -253,6 +267,7 @@ class Walker:
         self.ctx.stack.pop()
 
 
+_BODIES = ("body", "orelse", "finalbody")
 _COMPOUND: Dict[type, Callable[[Walker, ast.AST], None]] = {
     ast.FunctionDef: Walker.function,
     ast.AsyncFunctionDef: Walker.function,

@@ -517,3 +517,36 @@ def test_one_step_guard_and_test_code():
     """
     assert lines("import torch\n" + textwrap.dedent(src), "ASC202") == [
         n + 1 for n in marked(src, "ASC202")]
+
+
+def test_synchronize_advice_depends_on_where_it_runs():
+    forward = lint("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                   "        torch.npu.synchronize()\n        return x\n", select=["ASC202"])
+    (f,) = forward
+    assert "every N steps" not in f.message and "wait_event" in f.message
+    loop = lint("import torch\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n"
+                "    torch.npu.synchronize()\n", select=["ASC202"])
+    (f,) = loop
+    assert "every N steps" in f.message
+
+
+def test_synchronize_message_names_a_long_receiver_without_cutting_it():
+    src = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+           "        self.pipeline_parallel_state.communication_stream_for_layer.synchronize()\n        return x\n")
+    (f,) = lint(src, select=["ASC202"])
+    assert "`<...>.communication_stream_for_layer.synchronize()`" in f.message
+
+
+def test_h2d_batch_sized_fill_advice_names_the_device():
+    src = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+           "        return torch.tensor([1] * x.size(0)).to(x.device)\n")
+    (f,) = lint(src, select=["ASC201"])
+    assert "`torch.full((x.size(0),), 1, device=x.device)`" in f.message and f.fix is None
+
+
+def test_mindspore_tensor_message_says_pynative():
+    src = ("import mindspore as ms\nclass Net(ms.nn.Cell):\n    def construct(self, x):\n"
+           "        return x * ms.Tensor([2.0], ms.float32)\n")
+    (f,) = lint(src, select=["ASC201"])
+    assert "PyNative" in f.message
+    assert not lint(src.replace("class Net", "ms.set_context(mode=0)\nclass Net"), select=["ASC201"])

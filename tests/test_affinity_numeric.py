@@ -98,7 +98,7 @@ TORCH_NPU_CLASSIFIER = '''
             fp32 = x.float()
             aux = fp32 @ self.aux.weight.t()  # expect: ASC402
             with torch.npu.amp.autocast(enabled=False):
-                sim = torch.mm(x, x.t())  # expect: ASC402
+                sim = torch.mm(x.float(), x.t())
             loss = F.cross_entropy(logits, target.clamp(min=0), reduction="none")
             loss[target == ignore_index] = 0.0  # expect: ASC404
             valid = target != ignore_index
@@ -260,7 +260,21 @@ def test_asc404_mindspore_construct_and_message():
     """
     findings = lint(src, select=["ASC404"])
     assert [f.line for f in findings] == [7, 8]
-    assert "`construct`" in findings[0].message and "ops.select" in findings[0].message
+    assert "`construct`" in findings[0].message and "ops.masked_fill" in findings[0].message
+    assert "ops.select" in findings[1].message
+
+
+def test_asc404_store_advice_depends_on_the_value():
+    """`x *= ~mask` only writes zeros: other values get masked_fill / torch.where advice."""
+    def message(stmt):
+        src = f"import torch\nclass M(torch.nn.Module):\n    def forward(self, x, v):\n        {stmt}\n        return x\n"
+        (f,) = lint(src, select=["ASC404"])
+        return f.message
+    assert "`x *= ~mask`" in message("x[x < 0] = 0")
+    for stmt in ("x[x < 0] = -1.0", "x[x.isnan()] = float('-inf')"):
+        assert "`x *= ~mask`" not in message(stmt) and "masked_fill_(mask, v)" in message(stmt)
+    assert "`x *= ~mask`" not in message("x[x < 0] = v") and "torch.where(mask, values, x)" in message("x[x < 0] = v")
+    assert "`x += v * mask`" in message("x[x < 0] += 1")
 
 
 def test_asc404_only_in_hot_methods():
@@ -289,18 +303,18 @@ def test_asc501_fix_adds_the_keyword():
 
 
 def test_asc501_fix_replaces_a_false_value():
-    src = "import mindspore as ms\nwhile True:\n    ms.save_checkpoint(net, 'a.ckpt', async_save=False)\n"
+    src = "import mindspore as ms\nwhile True:\n    train_one_epoch()\n    ms.save_checkpoint(net, 'a.ckpt', async_save=False)\n"
     (f,) = lint(src, select=["ASC501"])
     (edit,) = f.fix.edits
     assert (edit.op, edit.name, edit.text) == ("set_keyword", "async_save", "True")
 
 
 def test_asc501_fix_replaces_a_positional_false_in_place():
-    src = "import mindspore as ms\nfor e in range(3):\n    ms.save_checkpoint(net, 'a.ckpt', True, False)\n"
+    src = "import mindspore as ms\nfor e in range(3):\n    model.train(1, ds)\n    ms.save_checkpoint(net, 'a.ckpt', True, False)\n"
     (f,) = lint(src, select=["ASC501"])
     (edit,) = f.fix.edits
     assert edit.op == "replace" and edit.text == "True"
-    assert (edit.span.line, edit.span.col, edit.span.end_col) == (3, 44, 49)
+    assert (edit.span.line, edit.span.col, edit.span.end_col) == (4, 44, 49)
 
 
 def test_asc501_torch_save_has_no_fix():
@@ -352,3 +366,29 @@ def test_status_context_and_fix_metadata():
         assert "## Fix safety" in text and "## Why is this bad on Ascend?" in text
         safety = rule.docs.fix_safety.lower()
         assert safety.startswith("safe") if rule.fix_applicability else safety.startswith("no fix")
+
+
+def test_asc501_training_loop_needs_training():
+    """save_checkpoint in a loop counts only when the loop (or an epoch loop around one) trains."""
+    trains = ("    loss, grads = grad_fn(x, y)\n    optimizer(grads)\n",
+              "    self_loss = trainer(x, y)\n",
+              "    model.train(epoch=1, train_dataset=ds)\n",
+              "    loss = self._train_one_batch(batch)\n",
+              "    out = grad_fn(x, y)\n    optimizer(out[1])\n")
+    for body in trains:
+        src = (f"import mindspore as ms\ntrainer = ms.nn.TrainOneStepCell(net, opt)\nfor x, y in loader:\n{body}"
+               "    ms.save_checkpoint(net, 'a.ckpt')\n")
+        assert lint(src, select=["ASC501"]), body
+    for body in ("    out = net(x)\n", "    model.train()\n", "    optimizer = build_optimizer(net.trainable_params())\n"):
+        src = f"import mindspore as ms\nfor x, y in loader:\n{body}    ms.save_checkpoint(net, 'a.ckpt')\n"
+        assert not lint(src, select=["ASC501"]), body
+
+
+def test_asc501_callback_hook_message_says_how_often():
+    src = ("import mindspore as ms\nfrom mindspore.train import Callback\nclass Saver(Callback):\n"
+           "    def on_train_step_end(self, run_context):\n        ms.save_checkpoint(self.net, 'a.ckpt')\n"
+           "    def on_train_epoch_end(self, run_context):\n        ms.save_checkpoint(self.net, 'b.ckpt')\n")
+    step, epoch = lint(src, select=["ASC501"])
+    assert "`on_train_step_end` (run every training step)" in step.message
+    assert "`on_train_epoch_end` (run every training epoch)" in epoch.message
+    assert step.fix is not None

@@ -98,11 +98,14 @@ def apply_replace(src: str, span: Span, text: str, block_indent: str = "") -> st
 def test_mobilenet_with_apex_o2_and_identical_groups():
     found = by_code(MOBILENET_APEX)
     assert sorted(found) == ["ASC301", "ASC302", "ASC303", "ASC305"]  # apex scale_loss: no ASC304
-    (sgd,) = found["ASC301"]
-    assert sgd.line == 23 and "torch.optim.SGD" in sgd.message and "torch_npu.optim.NpuFusedSGD" in sgd.message
+    (sgd,) = found["ASC301"]  # an apex script: the apex family, no fix without an apex.optimizers import
+    assert sgd.line == 23 and "torch.optim.SGD" in sgd.message and "apex.optimizers.NpuFusedSGD" in sgd.message
+    assert "torch_npu.optim" not in sgd.message and sgd.fix is None
+    with_import = MOBILENET_APEX.replace("from apex import amp\n", "from apex import amp, optimizers\n")
+    (sgd,) = by_code(with_import)["ASC301"]
     assert sgd.fix.applicability is Applicability.UNSAFE
-    assert [e.text for e in sgd.fix.edits] == ["torch_npu.optim.NpuFusedSGD"] and sgd.fix.imports == ()
-    assert segment(MOBILENET_APEX, sgd.fix.edits[0].span) == "torch.optim.SGD"
+    assert [e.text for e in sgd.fix.edits] == ["optimizers.NpuFusedSGD"] and sgd.fix.imports == ()
+    assert segment(with_import, sgd.fix.edits[0].span) == "torch.optim.SGD"
 
     (groups,) = found["ASC302"]
     assert groups.line == 25 and "groups 1 and 2" in groups.message
@@ -115,7 +118,7 @@ def test_mobilenet_with_apex_o2_and_identical_groups():
 
     (amp_init,) = found["ASC303"]
     assert amp_init.line == 27
-    assert amp_init.fix.applicability is Applicability.SAFE and amp_init.fix.imports == ()
+    assert amp_init.fix.applicability is Applicability.UNSAFE and amp_init.fix.imports == ()
     (kw,) = amp_init.fix.edits
     assert (kw.op, kw.name, kw.text) == ("set_keyword", "combine_grad", "True")
     assert segment(MOBILENET_APEX, kw.span).startswith("amp.initialize(")
@@ -195,7 +198,7 @@ def test_asc301_fix_adds_the_import_when_missing():
 
 
 def test_asc301_unsupported_options_block_the_fix():
-    for call in ("torch.optim.AdamW(ps, foreach=True)", "torch.optim.SGD(ps, lr=0.1, fused=True)",
+    for call in ("torch.optim.AdamW(ps, foreach=False)", "torch.optim.SGD(ps, lr=0.1, fused=False)",
                  "torch.optim.Adam(ps, maximize=False)", "torch.optim.Adam(ps, capturable=True)",
                  "torch.optim.RMSprop(ps, differentiable=False)"):
         (f,) = by_code(f"import torch, torch_npu\nopt = {call}")["ASC301"]
@@ -206,6 +209,44 @@ def test_asc301_unsupported_options_block_the_fix():
         assert f.fix is None, call
     (f,) = by_code("import torch, torch_npu\nopt = torch.optim.SGD(ps, 0.1, 0.9, 0, 1e-4, True)")["ASC301"]
     assert f.fix is not None
+
+
+def test_asc301_silent_where_the_implementation_is_chosen_or_configurable():
+    for call in ("torch.optim.AdamW(ps, foreach=True)", "torch.optim.SGD(ps, lr=0.1, fused=True)",
+                 "torch.optim.AdamW(ps, lr=1e-3, fused=args.fused)", "torch.optim.Adam(ps, foreach=use_foreach)"):
+        assert by_code(f"import torch, torch_npu\nopt = {call}") == {}, call
+
+
+def test_asc301_silent_where_parameters_may_be_bf16():
+    sources = (
+        "model = Net().bfloat16()",
+        "model.to(device='npu', dtype=torch.bfloat16)",
+        "model = model.type(torch.bfloat16)",
+        "model = AutoModel.from_pretrained(p, torch_dtype='bfloat16')",
+        "model = GPT(cfg, params_dtype=torch.bfloat16)",
+        "model = torch.nn.Linear(64, 64, dtype=torch.bfloat16)",
+        "torch.set_default_dtype(torch.bfloat16)",
+        "DTYPE = torch.bfloat16\nmodel.to(dtype=DTYPE)",
+    )
+    for line in sources:
+        src = f"import torch, torch_npu\n{line}\nopt = torch.optim.AdamW(model.parameters(), lr=1e-3)"
+        assert by_code(src) == {}, line
+    # these keep fp32 parameters: autocast, FSDP MixedPrecision, a bf16 tensor factory, a cast in forward
+    for line in ("ctx = torch.autocast('npu', dtype=torch.bfloat16)",
+                 "mp = MixedPrecision(param_dtype=torch.bfloat16)",
+                 "noise = torch.zeros(4, dtype=torch.bfloat16)"):
+        src = f"import torch, torch_npu\n{line}\nopt = torch.optim.AdamW(model.parameters(), lr=1e-3)"
+        assert "ASC301" in by_code(src), line
+
+
+def test_asc301_apex_family_from_an_imported_apex_fused_class():
+    src = ("import torch, torch_npu\nfrom apex.optimizers import NpuFusedSGD\n"
+           "a = NpuFusedSGD(qs, lr=0.1)\nb = torch.optim.Adam(ps)")
+    (f,) = by_code(src)["ASC301"]
+    assert "apex.optimizers.NpuFusedAdam" in f.message and f.fix is None
+    src = "import torch\nfrom apex import amp\nfrom torch_npu.optim import NpuFusedSGD\nb = torch.optim.Adam(ps)"
+    (f,) = by_code(src)["ASC301"]
+    assert "torch_npu.optim.NpuFusedAdam" in f.message and f.fix is not None
 
 
 # ---------------------------------------------------------------- ASC302 fixes
@@ -277,14 +318,15 @@ def test_asc302_is_not_npu_context():
 
 
 # ---------------------------------------------------------------- ASC303 / ASC305
-def test_asc303_fix_is_unsafe_without_torch_npu_or_with_a_runtime_opt_level():
-    (f,) = by_code("from apex import amp\nfrom apex.optimizers import NpuFusedSGD\n"
-                   "model, opt = amp.initialize(model, opt, opt_level='O2')")["ASC303"]
-    assert f.fix.applicability is Applicability.UNSAFE and f.fix.imports == ("torch_npu",)
-    (f,) = by_code("import torch_npu\nfrom apex import amp\nm, o = amp.initialize(m, o, opt_level=args.level)")["ASC303"]
-    assert f.fix.applicability is Applicability.UNSAFE and f.fix.imports == ()
-    (f,) = by_code("import torch_npu\nfrom apex import amp\nm, o = amp.initialize(m, o, True, 'O1')")["ASC303"]
-    assert f.fix.applicability is Applicability.SAFE
+def test_asc303_fix_is_unsafe_and_adds_no_import():
+    """combine_grad shares storage with every `.grad` and costs a gradient-sized buffer: unsafe everywhere;
+    importing torch_npu would not change which apex is installed, so the fix adds no import."""
+    for src in ("from apex import amp\nfrom apex.optimizers import NpuFusedSGD\n"
+                "model, opt = amp.initialize(model, opt, opt_level='O2')",
+                "import torch_npu\nfrom apex import amp\nm, o = amp.initialize(m, o, opt_level=args.level)",
+                "import torch_npu\nfrom apex import amp\nm, o = amp.initialize(m, o, True, 'O1')"):
+        (f,) = by_code(src)["ASC303"]
+        assert f.fix.applicability is Applicability.UNSAFE and f.fix.imports == ()
 
 
 def test_asc305_needs_a_ddp_wrap_in_the_file():

@@ -106,11 +106,15 @@ def test_missing_path_is_reported_and_run_goes_on(project, capsys):
     assert "bad.py:2:5: ASC101" in out
 
 
-def test_empty_file_list_after_force_exclude_is_quiet(project, capsys):
+def test_empty_file_list_after_force_exclude_warns_like_ruff(project, capsys):
     (project / "build").mkdir()
     (project / "build" / "gen.py").write_text(BAD)
     code, out, err = run(capsys, "check", "--isolated", "--force-exclude", "build/gen.py")
+    assert (code, out, err) == (0, "All checks passed!\n", "warning: No Python files found under the given path(s)\n")
+    code, out, err = run(capsys, "check", "--isolated", "--force-exclude", "-q", "build/gen.py")
     assert (code, out, err) == (0, "", "")
+    code, out, _ = run(capsys, "check", "--isolated", "--force-exclude", "build/gen.py", "--output-format", "json")
+    assert (code, out) == (0, "[]\n")
 
 
 def test_named_file_in_excluded_dir_is_linted_without_force_exclude(project, capsys):

@@ -383,7 +383,7 @@ def test_import_added_after_the_last_top_level_import_once():
     """)
 
 
-def test_import_goes_after_the_last_import_even_when_a_fix_rewrites_that_import():
+def test_import_goes_with_the_framework_imports_even_when_a_fix_rewrites_one():
     src = ("import torch\nfrom torch.cuda.amp import autocast\nx = torch.zeros(3).cuda()\n"
            "dist.init_process_group(backend='nccl')\n")
     from conftest import REGISTRY
@@ -392,7 +392,7 @@ def test_import_goes_after_the_last_import_even_when_a_fix_rewrites_that_import(
     linter = Linter(REGISTRY.sorted_rules(), cfg)
     result = fixer.fix_text(src, "port.py", linter.check(src, "port.py"), linter, cfg)
     assert result.text.splitlines() == [
-        "import torch", "from torch_npu.npu.amp import autocast", "import torch_npu",
+        "import torch", "from torch_npu.npu.amp import autocast", "import torch_npu  # noqa: F401",
         "x = torch.zeros(3).npu()", "dist.init_process_group(backend='hccl')",
     ]
 
@@ -401,11 +401,42 @@ def test_import_goes_after_the_last_import_even_when_a_fix_rewrites_that_import(
     ("import torch_npu as tnpu\n", "tnpu"),
     ("import torch_npu\n", "torch_npu"),
     ("import torch_npu.optim\n", "torch_npu"),
-    ("try:\n    import torch_npu\nexcept ImportError:\n    pass\n", "torch_npu"),
 ])
 def test_existing_imports_and_aliases_are_honoured(header, prefix):
     out = fixed(header + "o = Adam(p)\n", "TST004")
     assert out == header + f"o = {prefix}.optim.NpuFusedAdam(p)\n"
+
+
+@pytest.mark.parametrize("src", [
+    "try:\n    import torch_npu\nexcept ImportError:\n    torch_npu = None\no = Adam(p)\n",
+    "if HAS_NPU:\n    import torch_npu\no = Adam(p)\n",
+    "def f():\n    import torch_npu\n    return Adam(p)\n",
+])
+def test_a_module_imported_only_behind_a_guard_blocks_the_fix(src):
+    """The fix's code would run where the guarded import may have failed: not applied, and no
+    unconditional import is added next to the guard."""
+    result = run_fix(src, ["TST004"], unsafe=True)
+    assert result.text == src and not result.applied
+    assert any("imports only conditionally" in w for w in result.warnings), result.warnings
+
+
+def test_import_lands_above_module_level_code_that_needs_it():
+    src = '"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch\n\nOPT = Adam(p)\n' \
+          "import numpy as np\n"
+    assert fixed(src, "TST004") == ('"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch\n'
+                                    "import torch_npu\n\nOPT = torch_npu.optim.NpuFusedAdam(p)\nimport numpy as np\n")
+
+
+def test_side_effect_import_carries_noqa_f401_and_a_named_one_does_not():
+    src = "import torch\nx = y.to('cuda')\n"
+    from conftest import REGISTRY
+
+    cfg = Settings(preview=True, target="npu", unsafe_fixes=True)
+    linter = Linter([r for r in REGISTRY.sorted_rules() if r.code == "ASC601"], cfg)
+    result = fixer.fix_text(src, "m.py", linter.check(src, "m.py"), linter, cfg)
+    assert result.text == "import torch\nimport torch_npu  # noqa: F401\nx = y.to('npu')\n"
+    assert fixed("import torch\no = Adam(p)\n", "TST004") == \
+        "import torch\nimport torch_npu\no = torch_npu.optim.NpuFusedAdam(p)\n"  # named: no noqa
 
 
 def test_import_goes_after_a_docstring_or_first_without_imports():
@@ -413,11 +444,6 @@ def test_import_goes_after_a_docstring_or_first_without_imports():
         '"""doc"""\nimport torch_npu\no = torch_npu.optim.NpuFusedAdam(p)\n'
     assert fixed("#!/usr/bin/env python\n# a header\n\no = Adam(p)\n", "TST004") == \
         "#!/usr/bin/env python\n# a header\n\nimport torch_npu\no = torch_npu.optim.NpuFusedAdam(p)\n"
-
-
-def test_function_level_import_does_not_count():
-    src = "def f():\n    import torch_npu\n    return Adam(p)\n"
-    assert fixed(src, "TST004").startswith("import torch_npu\ndef f():")
 
 
 # ----------------------------------------------------------------------------- applicability
@@ -757,7 +783,7 @@ def test_plain_check_with_the_real_rules_never_imports_libcst(tmp_path):
 
 
 # ----------------------------------------------------------------------------- interrupted runs
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_interrupted_fix_leaves_each_file_untouched_or_fully_fixed(tmp_path, sig):
     before = "import os\n" + "d = 'cuda'\no = make_opt(a)\n" * 40
     after = "import os\n" + "d = 'npu'\no = make_opt(a, fused=True)\n" * 40
@@ -786,7 +812,7 @@ def test_interrupted_fix_leaves_each_file_untouched_or_fully_fixed(tmp_path, sig
     states = [(tmp_path / f"f{i:03}.py").read_text() for i in range(80)]
     assert all(s in (before, after) for s in states)
     assert after in states
-    if sig == signal.SIGINT:  # a clean interrupt also removes its temporary file
+    if sig != signal.SIGKILL:  # a catchable signal waits for the write window: no temporary file is left
         assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
 
 
@@ -874,6 +900,9 @@ def _real_rule_fix_is_sound(src: str) -> None:
         touched.update(range(finding.line, finding.end_line + 1))
         for edit in finding.fix.edits:
             touched.update(range(edit.span.line, edit.span.end_line + 1))
+    for stmt in ast.parse(src).body:  # imports a fix leaves unused are removed or marked `# noqa: F401`
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            touched.update(range(stmt.lineno, stmt.end_lineno + 1))
     old, new = split_lines(src, keepends=True), split_lines(result.text, keepends=True)
     for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if tag in ("replace", "delete"):

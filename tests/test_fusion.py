@@ -152,7 +152,9 @@ def test_decoder_messages_carry_the_fused_call():
     assert "torch_npu.npu_rms_norm(hidden_states, weight, epsilon=self.variance_epsilon)[0]" in by_code["ASC701"]
     assert "torch_npu.npu_rotary_mul(q, cos, sin)" in by_code["ASC702"] or \
         "torch_npu.npu_rotary_mul(k, cos, sin)" in by_code["ASC702"]
-    assert "merge `self.gate_proj` and `self.up_proj`" in by_code["ASC703"] or "npu_swiglu(y" in by_code["ASC703"]
+    # `y` was rebound to the chunk tuple: the message names the tensor it held before
+    assert "merge `self.gate_proj` and `self.up_proj`" in by_code["ASC703"] or \
+        "npu_swiglu(self.gate_up(x), dim=-1)" in by_code["ASC703"]
     assert "torch_npu.npu_fusion_attention(query_states, key_states, value_states, head_num, 'BNSD'" \
         in by_code["ASC704"]
     assert "torch_npu.npu_geglu(self.proj(hidden_states), dim=-1, approximate=1)[0]" in by_code["ASC705"]
@@ -283,9 +285,14 @@ def test_asc702_tuple_unpack_of_two_names_is_not_two_halves():
     # rotate without the negation
     "def rot(x):\n    x1, x2 = x.chunk(2, dim=-1)\n    return torch.cat((x2, x1), dim=-1)\n"
     "def rope(q, cos, sin):\n    return q * cos + rot(q) * sin\n",
-    # interleaved halves are a different layout (not matched)
-    "def rot(x):\n    x1 = x[..., ::2]\n    x2 = x[..., 1::2]\n    return torch.stack((-x2, x1), dim=-1).flatten(-2)\n"
+    # interleaved pairs without the negation, or not flattened back
+    "def rot(x):\n    x1 = x[..., ::2]\n    x2 = x[..., 1::2]\n    return torch.stack((x2, x1), dim=-1).flatten(-2)\n"
     "def rope(q, cos, sin):\n    return q * cos + rot(q) * sin\n",
+    "def rot(x):\n    return torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1)\n"
+    "def rope(q, cos, sin):\n    return q * cos + rot(q) * sin\n",
+    # pairs of different tensors
+    "def rot(x, y):\n    return torch.stack((-y[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)\n"
+    "def rope(q, cos, sin):\n    return q * cos + rot(q, q) * sin\n",
     # mismatched tensors
     "def rotate_half(x):\n    x1, x2 = x.chunk(2, dim=-1)\n    return torch.cat((-x2, x1), dim=-1)\n"
     "def rope(q, k, cos, sin):\n    return k * cos + rotate_half(q) * sin\n",
@@ -419,3 +426,45 @@ def test_eager_attention_as_fallback_of_a_fused_path_is_silent(marker):
                   "    w = F.softmax(w, dim=-1)\n    return torch.matmul(w, v)\n")
     assert len(found(src, "ASC704")) == 1
     assert found(src + marker + "\n", "ASC704") == []
+
+
+def test_messages_never_quote_a_cut_expression():
+    src = HEAD + ("def norm(self, eps):\n"
+                  "    h = self.layers[self.current_layer_index].attention.output_projection(self.cached_states)\n"
+                  "    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n")
+    (f,) = found(src, "ASC701")
+    assert "npu_rms_norm(h, weight, epsilon=eps)" in f.message and "..." not in f.message
+    src = HEAD + ("def mlp(self, x):\n    x = self.w12(x)\n    x = x.chunk(2, dim=-1)\n"
+                  "    return F.silu(x[0]) * x[1]\n")
+    (f,) = found(src, "ASC703")
+    assert "npu_swiglu(self.w12(x), dim=-1)" in f.message
+    src = HEAD + ("def mlp(self, x):\n    x = self.projections_for_the_gated_linear_unit_of_this_block(x)\n"
+                  "    x = x.chunk(2, dim=-1)\n    return F.silu(x[0]) * x[1]\n")
+    (f,) = found(src, "ASC703")
+    assert "npu_swiglu(gate_up, dim=-1)" in f.message and "..." not in f.message
+
+
+@pytest.mark.parametrize("body", [
+    # GPT-J's rotate_every_two
+    "def rotate_every_two(x):\n    x1 = x[:, :, :, ::2]\n    x2 = x[:, :, :, 1::2]\n"
+    "    x = torch.stack((-x2, x1), axis=-1)\n    return x.flatten(-2)\n"
+    "def rope(x, cos, sin):\n    return (x * cos) + (rotate_every_two(x) * sin)\n",
+    # written inline, reshaped back
+    "def rope(qw, cos, sin):\n    qw2 = torch.stack([-qw[..., 1::2], qw[..., ::2]], dim=-1).reshape_as(qw)\n"
+    "    return qw * cos + qw2 * sin\n",
+    # einops
+    "from einops import rearrange\ndef rot(x):\n    x1, x2 = x[..., ::2], x[..., 1::2]\n"
+    "    return rearrange(torch.stack((-x2, x1), dim=-1), '... d j -> ... (d j)')\n"
+    "def rope(t, cos, sin):\n    return t * cos + rot(t) * sin\n",
+])
+def test_asc702_interleaved_rope(body):
+    (f,) = found(HEAD + body, "ASC702")
+    assert "rotary_mode='interleave'" in f.message and "slice/neg/stack" in f.message
+    assert "Atlas A2/A3" in f.message
+
+
+def test_asc702_rotate_half_message_has_no_mode():
+    src = HEAD + ("def rotate_half(x):\n    x1, x2 = x.chunk(2, dim=-1)\n    return torch.cat((-x2, x1), dim=-1)\n"
+                  "def rope(q, cos, sin):\n    return q * cos + rotate_half(q) * sin\n")
+    (f,) = found(src, "ASC702")
+    assert "npu_rotary_mul(q, cos, sin)`" in f.message and "rotary_mode" not in f.message

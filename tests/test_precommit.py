@@ -64,20 +64,23 @@ def test_manifest():
 
 
 # ------------------------------------------------------------------------------ empty file lists
-def test_all_files_excluded_exits_zero_quietly(tmp_path, monkeypatch, capsys):
+NO_FILES = "warning: No Python files found under the given path(s)\n"
+
+
+def test_all_files_excluded_exits_zero_with_a_warning(tmp_path, monkeypatch, capsys):
     (tmp_path / "gen").mkdir()
     (tmp_path / "gen" / "m.py").write_text(BAD, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     code = main(["check", "--no-cache", "--force-exclude", "--extend-exclude", "gen", "gen/m.py"])
     out = capsys.readouterr()
-    assert code == 0 and out.out == "" and out.err == ""
+    assert code == 0 and out.out == "All checks passed!\n" and out.err == NO_FILES
 
 
-def test_empty_directory_exits_zero_quietly(tmp_path, monkeypatch, capsys):
+def test_empty_directory_exits_zero_with_a_warning(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["check", "--no-cache", "."]) == 0
     out = capsys.readouterr()
-    assert out.out == "" and out.err == ""
+    assert out.out == "All checks passed!\n" and out.err == NO_FILES
 
 
 # ------------------------------------------------------------------------------ the real pre-commit

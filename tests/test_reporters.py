@@ -366,7 +366,8 @@ def test_action_run_step_annotates(tmp_path):
     step = next(s for s in _action()["runs"]["steps"] if "--output-format github" in s["run"])
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "m.py").write_text(BAD, encoding="utf-8")
-    env = dict(os.environ, ASCEND_LINT=exe, INPUT_ARGS="check --no-cache", INPUT_SRC="src")
+    env = dict(os.environ, ASCEND_LINT=exe, ASCEND_LINT_PYTHON=sys.executable, INPUT_ARGS="check --no-cache",
+               INPUT_SRC="src")
     proc = subprocess.run([bash, "-c", step["run"]], cwd=str(tmp_path), env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 1, proc.stderr
@@ -417,7 +418,7 @@ def test_fuzz_ci_formats_well_formed(findings, source, tmp_path, monkeypatch, sa
     commands = [parse_command(line) for line in lines]
     assert len(commands) in (len(findings), len(findings) + 1)
     annotated = [c for c in commands if c[1].get("title") != "ascend-lint"]
-    assert [c[1]["line"] for c in annotated] == [str(f.line) for f in findings]
+    assert [c[1]["line"] for c in annotated] == [str(f.line) for f in github.by_severity(findings)]
     if os.path.exists(tmp_path / "summary.md"):
         table = (tmp_path / "summary.md").read_text(encoding="utf-8")
         rows = table.splitlines()

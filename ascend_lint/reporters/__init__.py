@@ -5,11 +5,11 @@ Add a format by writing a module with `render(report, out)` and listing it in `F
 from __future__ import annotations
 
 import importlib
-import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, TextIO, Type
+from typing import Callable, Dict, List, Optional, TextIO, Type
 
-from ..rule import Finding, Rule
+from ..rule import Applicability, Finding, Rule
+from ..sanitize import is_unsafe, sanitize
 
 # format name -> "module:function" (imported only when used)
 FORMATS: Dict[str, str] = {
@@ -22,7 +22,10 @@ FORMATS: Dict[str, str] = {
     "gitlab": "ascend_lint.reporters.gitlab:render",
     "junit": "ascend_lint.reporters.junit:render",
 }
-CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _no_text(path: str) -> Optional[str]:
+    return None
 
 
 @dataclass
@@ -35,6 +38,15 @@ class Report:
     fixed: int = 0
     unsafe_fixable: int = 0
     files: int = 0
+    text_of: Callable[[str], Optional[str]] = _no_text  # a file's full text (for fix edits), None if unknown
+
+
+def fix_applies(finding: Finding, unsafe_fixes: bool) -> bool:
+    """Would `--fix` apply this finding's fix (its unsafe fixes only with `--unsafe-fixes`)? `[*]` marks it."""
+    fix = finding.fix
+    if fix is None:
+        return False
+    return fix.applicability is Applicability.SAFE or (fix.applicability is Applicability.UNSAFE and unsafe_fixes)
 
 
 def get_reporter(name: str) -> Callable[[Report, TextIO], None]:
@@ -47,10 +59,24 @@ def get_reporter(name: str) -> Callable[[Report, TextIO], None]:
 
 
 def display_path(path: str) -> str:
-    """A path safe to print (undecodable bytes in file names become U+FFFD)."""
+    """A path as valid Unicode for serialised formats (undecodable bytes in file names become U+FFFD).
+    For a terminal use `clean_text`, which also escapes control and bidi characters."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def clean_text(text: str) -> str:
-    """Strip terminal control and bidi characters from untrusted text (source lines, names)."""
-    return CONTROL_RE.sub("", display_path(text))
+    """Untrusted text (a path, a message, a warning) safe for a terminal: see `ascend_lint.sanitize`."""
+    return sanitize(text)
+
+
+def json_needs_ascii(value: object) -> bool:
+    """Would `value`, dumped with ensure_ascii=False, put a character JSON does not escape but a terminal
+    interprets (DEL, C1 controls, bidi and other format characters, line separators) on the output?
+    Then the JSON formats dump it with ensure_ascii=True: the data stay exact, the output is safe."""
+    if isinstance(value, str):
+        return not value.isprintable() and any(ord(c) >= 0x20 and is_unsafe(c) for c in value if not c.isprintable())
+    if isinstance(value, dict):
+        return any(json_needs_ascii(k) or json_needs_ascii(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(json_needs_ascii(v) for v in value)
+    return False

@@ -13,9 +13,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from ..rule import Finding
+from ..sanitize import is_unsafe
 
-# C0/C1 controls except TAB, LF, CR; bidi controls and zero-width characters; Unicode line separators
-UNSAFE_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 LONE_SURROGATE_RE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 XML_INVALID_RE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -31,8 +30,12 @@ def text(value: str) -> str:
 
 
 def clean(value: str) -> str:
-    """Valid Unicode without control, bidi or line-separator characters (TAB, CR, LF kept)."""
-    return UNSAFE_RE.sub("", text(value))
+    """Valid Unicode without control, format (bidi, zero-width) or line-separator characters (TAB, CR, LF
+    kept: the serialisers escape them); `ascend_lint.sanitize` decides what is unsafe."""
+    value = text(value)
+    if value.isprintable():
+        return value
+    return "".join(c for c in value if c in "\t\r\n" or not is_unsafe(c))
 
 
 def one_line(value: str) -> str:

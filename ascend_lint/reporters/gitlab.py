@@ -10,7 +10,7 @@ import json
 from typing import Any, Dict, List, Optional, TextIO
 
 from ..rule import Severity
-from . import Report
+from . import Report, json_needs_ascii
 from ._util import clean, fingerprints, relative_path
 
 # GitLab levels: info, minor, major, critical, blocker
@@ -36,5 +36,6 @@ def build(report: Report, base: Optional[str] = None) -> List[Dict[str, Any]]:
 
 
 def render(report: Report, out: TextIO) -> None:
-    json.dump(build(report), out, indent=2, ensure_ascii=False)
+    data = build(report)
+    json.dump(data, out, indent=2, ensure_ascii=json_needs_ascii(data))
     out.write("\n")

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from . import Report
 from ._util import text
+from .json_format import Texts, record
 
 
 def _valid(value: Any) -> Any:
@@ -24,5 +25,6 @@ def _valid(value: Any) -> Any:
 
 
 def render(report: Report, out: TextIO) -> None:
+    texts = Texts(report)
     for finding in report.findings:
-        out.write(json.dumps(_valid(finding.to_dict()), ensure_ascii=True) + "\n")
+        out.write(json.dumps(_valid(record(finding, report, texts)), ensure_ascii=True) + "\n")

@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from ..rule import Applicability, Finding
-from . import Report, clean_text, display_path
+from ..sanitize import sanitize
+from . import Report, clean_text, fix_applies
 
 BOLD, RED, CYAN, YELLOW, RESET = "\033[1m", "\033[31m", "\033[36m", "\033[33m", "\033[0m"
 
@@ -14,19 +15,12 @@ def _paint(text: str, code: str, color: bool) -> str:
 
 
 def fix_marker(finding: Finding, report: Report) -> str:
-    fix = finding.fix
-    if fix is None:
-        return ""
-    if fix.applicability is Applicability.SAFE or (
-        fix.applicability is Applicability.UNSAFE and report.unsafe_fixes
-    ):
-        return "[*] "
-    return ""
+    return "[*] " if fix_applies(finding, report.unsafe_fixes) else ""
 
 
 def headline(finding: Finding, report: Report) -> str:
     color = report.color
-    where = f"{display_path(finding.path)}:{finding.line}:{finding.col}:"
+    where = f"{clean_text(finding.path)}:{finding.line}:{finding.col}:"
     code = _paint(finding.code, RED + BOLD if finding.severity.value == "error" else RED, color)
     marker = _paint(fix_marker(finding, report), CYAN, color)
     return f"{_paint(where, BOLD, color)} {code} {marker}{clean_text(finding.message)}"
@@ -53,7 +47,7 @@ def render_full(report: Report, out: TextIO) -> None:
 
 
 def _snippet(finding: Finding, lines: list, color: bool) -> str:
-    text = clean_text(lines[finding.line - 1].expandtabs(1))
+    text = sanitize(lines[finding.line - 1].expandtabs(1), same_width=True)  # carets stay aligned
     number = str(finding.line)
     pad = " " * len(number)
     start = max(finding.col - 1, 0)

@@ -28,6 +28,7 @@ class ContiguousAfterView(Rule):
     file_triggers = ("contiguous",)  # model helpers may not import torch themselves
     triggers = ("contiguous",)
     docs = Docs(
+        summary="`.contiguous()` after a view op where Ascend has a better way (shuffle, matmul, attention).",
         what="Flags `.contiguous()` on the result of a view op where Ascend has a better way: (1) the channel "
              "shuffle (`transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D grouped `view`); (2) a transpose of "
              "the last two dims (`.t()`, `.mT`, `transpose(-2, -1)`, ...) whose copy only feeds matmuls "

@@ -23,6 +23,7 @@ class ContiguousLayoutCopy(Rule):
     file_triggers = ("contiguous",)
     triggers = ("contiguous",)
     docs = Docs(
+        summary="`.contiguous()` after a view op runs a separate copy kernel on Ascend: check the layout is needed.",
         what="Flags `.contiguous()` on the result of a view op (`transpose`, `permute`, `t`, `.T`/`.mT`, "
              "`swapaxes`/`swapdims`, `movedim`, `chunk`, `split`, `tensor_split`, `unbind`, `narrow`, "
              "`expand`; chained, through a local name, or the loop variable of `for piece in x.chunk(...)`) "

@@ -19,6 +19,13 @@ NON_DATA_KEYWORDS = frozenset({"device", "dtype", "requires_grad", "pin_memory",
 # Builtins a constant-only expression may call (pure, no inputs).
 # In-place container methods: a list built empty and appended to holds computed data.
 MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "__setitem__"})
+# Decorators that compile a MindSpore function or construct into a static graph (constants folded).
+JIT_DECORATORS = frozenset({"mindspore.jit", "mindspore.ms_function", "mindspore.common.api.jit",
+                            "mindspore.common.api.ms_function"})
+SIZE_METHODS = frozenset({"size", "numel", "dim"})
+# Tensor attributes that are facts about it, not the tensor: reading them shares nothing.
+TENSOR_FACTS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "is_npu", "requires_grad", "size", "dim",
+                          "numel", "item", "tolist", "nelement", "element_size", "stride", "is_contiguous"})
 PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "bool", "sum", "min", "max", "abs",
                            "sorted", "reversed", "zip", "enumerate", "round", "True", "False", "None"})
 
@@ -26,10 +33,11 @@ PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "boo
 class HostToDeviceCopyInForward(Rule):
     code = "ASC201"
     name = "host-to-device-copy-in-forward"
-    message = "`{ctor}(...)` in `{method}` is copied from host to device on every call: {remedy}"
+    message = "`{ctor}(...)` in `{method}` is copied from host to device on every call{mode}: {remedy}"
     fix_applicability = Applicability.UNSAFE
-    triggers = ("tensor", "Tensor", "from_numpy", ".npu(", ".cuda(", ".to(")
+    triggers = ("tensor(", "Tensor(", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")
     docs = Docs(
+        summary="A tensor built from host data in `forward` or `construct` is copied to the device on every step.",
         what="Flags, in `forward` of an `nn.Module`, `construct` of a MindSpore `Cell` or `forward`/`backward` "
              "of a `torch.autograd.Function`, a tensor built from host data (`torch.tensor`, "
              "`torch.as_tensor`, `torch.from_numpy`, `torch.Tensor(...)` and the typed `torch.*Tensor` "
@@ -42,11 +50,20 @@ class HostToDeviceCopyInForward(Rule):
             "`index.to('npu')` in `forward` was removed by registering the index tensors as module buffers "
             "(`register_buffer`), which `model.to(device)` moves once.",
         known_problems="Tensors whose data depend on the method's inputs are not reported (the copy is then "
-                       "part of the computation), nor tensors cached under a condition (`if self.idx is None:`). "
-                       "MindSpore in GRAPH_MODE (or under `@jit`) folds a `Tensor(...)` "
-                       "of constants at compile time, so there the finding costs little; in PyNative mode (the "
-                       "default of `mindspore.set_context` since 2.x; GRAPH_MODE was the 1.x default) every "
-                       "call builds it on the host and copies it.",
+                       "part of the computation), except a constant repeated a batch-sized number of times "
+                       "(`torch.tensor([c] * x.shape[0])`, `[c] * len(x)`, `[c] * b` with `b, n = x.shape`), "
+                       "which `torch.full((n,), c, device=x.device)` builds on the device; nor tensors cached "
+                       "under a condition (`if self.idx is None:`), code in a branch that only runs on the CPU "
+                       "(`if x.device.type == 'cpu':`, the `else` of `if x.is_npu:` / `if not "
+                       "self.is_cpu_device:`). "
+                       "MindSpore: in PyNative mode (the default of `mindspore.set_context` since 2.x) every "
+                       "call builds a `Tensor(...)` on the host and copies it, which is what the message says; "
+                       "a `construct` compiled into a static graph holds such a tensor of constants as a graph "
+                       "constant, uploaded once. So nothing is reported for a `construct` under `@jit` / "
+                       "`@ms_function`, in a file that calls `set_context(mode=GRAPH_MODE)`, or in a "
+                       "`TrainOneStep*` wrapper cell (the unit `Model.train` compiles and sinks; its constants "
+                       "are per-step scalars such as loss-scale flags). GRAPH_MODE set by another module (the "
+                       "training script) is not seen.",
         example="""
             class ShuffleUnit(nn.Module):
                 def __init__(self, channels):
@@ -68,13 +85,19 @@ class HostToDeviceCopyInForward(Rule):
                     index = self._order_buf
                     return x.index_select(1, index)
         """,
-        fix_safety="Unsafe: offered only for an `nn.Module` whose class has an `__init__`, when the moved "
-                   "expression depends on nothing but literals, module constants and `self` attributes set in "
-                   "`__init__`. The fix appends `self.register_buffer('<name>', <expr>, persistent=False)` to "
+        fix_safety="Unsafe: the fix appends `self.register_buffer('<name>', <expr>, persistent=False)` to "
                    "`__init__` and uses `self.<name>` in `forward`. It is unsafe because the tensor now "
-                   "follows the module's device and dtype casts (`model.half()` converts a float buffer), it "
-                   "appears in `named_buffers()`, and later changes to the `self` attributes no longer reach "
-                   "it.",
+                   "follows the module's device and dtype casts (`model.half()` converts a float buffer) and "
+                   "appears in `named_buffers()`. It is offered only where the buffer computes what the "
+                   "per-call tensor did: in an `nn.Module` whose `__init__` has no early `return`, when the "
+                   "moved expression reads nothing but literals, module constants and `self` attributes that "
+                   "`__init__` alone sets to plain data (built from literals, its arguments, module constants, "
+                   "builtins or numpy; never a parameter, module or tensor, which change as the model trains, "
+                   "and never changed in place elsewhere in the class); when it sets no `requires_grad` (a "
+                   "buffer would freeze `requires_grad=self.training`); and when nothing can tell that every "
+                   "call now shares one tensor: it is not mutated in place (`total += x`, `.add_()`, `out=`), "
+                   "aliased or stored (`y = t`, `self.cache = t`, `lst.append(t)`) or returned/yielded, "
+                   "directly or through a view.",
         source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (domain-notes.md, case 1).",
     )
     flagged = (
@@ -110,6 +133,14 @@ class HostToDeviceCopyInForward(Rule):
         "        mean = Tensor(np.array([0.5, 0.5, 0.5], np.float32).reshape(1, 3, 1, 1))\n        return x - mean",
         "import mindspore as ms\nclass Net(ms.nn.Cell):\n    def construct(self, x):\n"
         "        return x * ms.Tensor([2.0], ms.float32)",
+        # a constant repeated a batch-sized number of times: fill it on the device
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x + torch.tensor([1] * x.shape[0]).to(x.device)",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        b, n = x.shape\n"
+        "        labels = torch.tensor([0.0] * b, device=x.device)\n        return x, labels",
+        # a device branch that is not the CPU one
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.device.type == 'npu':\n"
+        "            x = x + torch.tensor([1.0]).to(x.device)\n        return x",
     )
     clean = (
         # factories that allocate on the device
@@ -150,6 +181,21 @@ class HostToDeviceCopyInForward(Rule):
         # MindSpore: a cast of an input, or a tensor built from the input
         "from mindspore import Tensor, nn\nimport mindspore as ms\nclass Net(nn.Cell):\n"
         "    def construct(self, x):\n        return Tensor(x, ms.float32)",
+        # MindSpore compiled into a static graph: constants are folded (GRAPH_MODE, @jit, TrainOneStep wrappers)
+        "import mindspore as ms\nclass Net(ms.nn.Cell):\n    def construct(self, x):\n"
+        "        return x * ms.Tensor([2.0], ms.float32)\nms.set_context(mode=ms.GRAPH_MODE)",
+        "import mindspore as ms\nfrom mindspore import jit\nclass Net(ms.nn.Cell):\n    @jit\n"
+        "    def construct(self, x):\n        return x * ms.Tensor([2.0], ms.float32)",
+        "import mindspore as ms\nfrom mindspore import nn\nclass Step(nn.TrainOneStepWithLossScaleCell):\n"
+        "    def construct(self, *inputs):\n        overflow = ms.Tensor(False)\n        return overflow",
+        # a CPU-only branch: the host is the device there
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.device.type == 'cpu':\n"
+        "            return x + torch.tensor([1.0]).to(x.device)\n        return x + 1",
+        "import mindspore as ms\nclass Step(ms.nn.Cell):\n    def construct(self, x):\n"
+        "        if not self.is_cpu_device:\n            return x\n        else:\n            return ms.Tensor(False)",
+        # a list built from the input's values is data, not a fill
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, ids):\n"
+        "        return torch.tensor([ids[0]] * x.shape[0]).to(x.device)",
     )
 
     def __init__(self, ctx, options=None) -> None:
@@ -157,11 +203,18 @@ class HostToDeviceCopyInForward(Rule):
         self._reported: Set[int] = set()
         self._buffer_names: Dict[int, Set[str]] = {}  # class node id -> names taken so far
         self._scans: Dict[int, Tuple[Set[str], Set[str]]] = {}
+        self._graph_mode = False  # the file runs MindSpore in GRAPH_MODE
+        self._ms_findings: List[object] = []  # findings about MindSpore Tensor(...) (dropped in GRAPH_MODE)
+        self._parent_maps: Dict[int, Dict[int, ast.AST]] = {}  # hot method id -> child id -> parent (fix only)
 
     # ------------------------------------------------------------------ detection
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
-        if not ctx.in_hot_method() or id(node) in self._reported:
+        if not ctx.in_hot_method():
+            if not self._graph_mode and method_name(node) == "set_context" and self._sets_graph_mode(node):
+                self._graph_mode = True
+            return
+        if id(node) in self._reported or self._in_cpu_branch():
             return
         method = method_name(node)
         if method in MOVES and self._moves_to_device(node):
@@ -171,18 +224,102 @@ class HostToDeviceCopyInForward(Rule):
                 if not self._depends_on_inputs(ctor):
                     self._reported.add(id(ctor))
                     self._flag(node, ctor, buffer_expr=node.func.value if direct else None)
+                elif self._batch_fill(ctor) is not None:
+                    self._reported.add(id(ctor))
+                    self._flag(node, ctor, buffer_expr=None, fill=self._batch_fill(ctor))
             return
         qual = ctx.call_name(node)
         if qual in TORCH_CTORS:
             device = keyword(node, "device")
-            if device is not None and self._is_device(device.value) and not self._depends_on_inputs(node):
-                self._flag(node, node, buffer_expr=node)
-        elif qual in MS_CTORS and self._hot_class_kind() == "cell":
+            if device is not None and self._is_device(device.value):
+                if not self._depends_on_inputs(node):
+                    self._flag(node, node, buffer_expr=node)
+                elif self._batch_fill(node) is not None:
+                    self._flag(node, node, buffer_expr=None, fill=self._batch_fill(node))
+        elif qual in MS_CTORS and self._hot_class_kind() == "cell" and not self._graph_compiled():
             data = argument(node, "input_data", 0)
             if data is not None and self._ms_host_data(data) and not self._depends_on_inputs(node):
+                before = len(self.findings)
                 self._flag(node, node, buffer_expr=None)
+                self._ms_findings.extend(self.findings[before:])
 
-    def _flag(self, node: ast.Call, ctor: ast.Call, buffer_expr: Optional[ast.expr]) -> None:
+    def end_file(self) -> None:
+        if self._graph_mode and self._ms_findings:
+            dropped = {id(f) for f in self._ms_findings}
+            self.findings = [f for f in self.findings if id(f) not in dropped]
+
+    # ------------------------------------------------------------ where the copy is real
+    def _sets_graph_mode(self, call: ast.Call) -> bool:
+        """`set_context(mode=GRAPH_MODE)` / `context.set_context(mode=0)`: MindSpore compiles each Cell's
+        `construct` into a static graph, where a `Tensor(...)` of constants is folded at compile time."""
+        mode = keyword(call, "mode")
+        if mode is None:
+            return False
+        value = mode.value
+        name = value.attr if isinstance(value, ast.Attribute) else value.id if isinstance(value, ast.Name) else ""
+        return name == "GRAPH_MODE" or constant(value) == 0
+
+    def _graph_compiled(self) -> bool:
+        """`construct` under `@jit` / `@ms_function`, or of a `TrainOneStep*` wrapper cell: compiled into a
+        graph whose constants are folded (wrappers are what `Model.train` compiles and sinks; their
+        constants are per-step scalars such as loss-scale flags)."""
+        hot = self.ctx.hot_method()
+        if hot is not None:
+            for decorator in getattr(hot.node, "decorator_list", ()):
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                qual = self.ctx.qualname(target) or ""
+                if qual in JIT_DECORATORS or (qual.startswith("mindspore.") and qual.rsplit(".", 1)[-1] in (
+                        "jit", "ms_function")):
+                    return True
+        cls = self._hot_class()
+        if cls is not None and isinstance(cls.node, ast.ClassDef):
+            return any("TrainOneStep" in ast.unparse(base).rsplit(".", 1)[-1] for base in cls.node.bases)
+        return False
+
+    def _in_cpu_branch(self) -> bool:
+        """Inside a branch that only runs on the CPU (`if x.device.type == 'cpu':`, the `else` of
+        `if x.is_npu:` / `if not self.is_cpu_device:`): there the "device" is the host."""
+        hot = self.ctx.hot_method()
+        for if_node, in_else in self.ctx.ifs:
+            if hot is not None and not _inside(hot.node, if_node):
+                continue
+            side = _cpu_test(if_node.test)
+            if side is not None and side == in_else:
+                return True
+        return False
+
+    def _batch_fill(self, ctor: ast.Call) -> Optional[Tuple[str, str]]:
+        """(size, value) for `torch.tensor([c] * x.shape[0])` / `[c] * len(x)`: a constant repeated a
+        batch-sized number of times, which `torch.full` builds on the device."""
+        data = argument(ctor, "data", 0)
+        if not (isinstance(data, ast.BinOp) and isinstance(data.op, ast.Mult)):
+            return None
+        for seq, count in ((data.left, data.right), (data.right, data.left)):
+            if (isinstance(seq, ast.List) and len(seq.elts) == 1
+                    and isinstance(constant(seq.elts[0]), (int, float, bool)) and self._size_expr(count)):
+                return ast.unparse(count), ast.unparse(seq.elts[0])
+        return None
+
+    def _size_expr(self, node: ast.expr, depth: int = 0) -> bool:
+        """`x.shape[0]`, `x.size(0)`, `len(x)`, or a local name bound to one of them."""
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "len":
+                return True
+            return isinstance(func, ast.Attribute) and func.attr in SIZE_METHODS and self.ctx.qualname(func) is None
+        if isinstance(node, ast.Name) and depth < 3:
+            bound = self.ctx.binding(node.id)
+            if bound is not None and bound.value is not None:
+                value = bound.value
+                if bound.index is not None and isinstance(value, ast.Attribute) and value.attr == "shape":
+                    return True  # `b, n = x.shape`
+                return bound.index is None and self._size_expr(value, depth + 1)
+        return False
+
+    def _flag(self, node: ast.Call, ctor: ast.Call, buffer_expr: Optional[ast.expr],
+              fill: Optional[Tuple[str, str]] = None) -> None:
         if self._lazily_cached():
             return
         ctx = self.ctx
@@ -191,7 +328,12 @@ class HostToDeviceCopyInForward(Rule):
         label = ctx.call_name(ctor) or "tensor"
         label = label.replace("mindspore.", "") if label.startswith("mindspore.") else label
         scalar = isinstance(constant(argument(ctor, "data", 0)), (int, float)) and ctx.call_name(ctor) in TORCH_CTORS
-        if scalar:
+        if fill is not None:
+            size, value = fill if len(fill[0]) <= 30 else ("n", fill[1])
+            device = _device_text(node)
+            remedy = (f"fill it on the device instead: `torch.full(({size},), {value}, device={device})` "
+                      "(keep its dtype)")
+        elif scalar:
             remedy = ("a scalar needs no copy: pass the Python number to the op, or fill it on the device with "
                       "`torch.full((), value, device=...)`")
         elif kind == "module":
@@ -202,7 +344,8 @@ class HostToDeviceCopyInForward(Rule):
         else:
             remedy = "build it once outside the Function (e.g. a module buffer) and pass it in"
         fix = self._fix(node, ctor, buffer_expr) if kind == "module" and buffer_expr is not None else None
-        self.report(node, ctor=label, method=hot.name if hot else "forward", remedy=remedy, fix=fix)
+        mode = " in PyNative mode (MindSpore's default; GRAPH_MODE and `@jit` fold it)" if kind == "cell" else ""
+        self.report(node, ctor=label, method=hot.name if hot else "forward", mode=mode, remedy=remedy, fix=fix)
 
     def _hot_class_kind(self) -> Optional[str]:
         cls = self._hot_class()
@@ -394,11 +537,14 @@ class HostToDeviceCopyInForward(Rule):
         if init is None or self_name is None:
             return None
         init_args = init.args.posonlyargs + init.args.args
-        if not init_args or init_args[0].arg != self_name:
-            return None
+        if not init_args or init_args[0].arg != self_name or any(isinstance(n, ast.Return) for n in ast.walk(init)):
+            return None  # (an early `return` could skip the appended register_buffer)
         if node is not ctor and not self._plain_move(node):
             return None
-        init_attrs = _init_only_attributes(cls.node, init, self_name)
+        if _sets_requires_grad(buffer_expr) or self._buffer_visible(node, hot.node):
+            return None  # see Fix safety: the shared buffer would be mutated, aliased or returned
+        init_attrs = {attr for attr in _init_only_attributes(cls.node, init, self_name)
+                      if self._plain_attribute(cls.node, init, self_name, attr)}
         kept: List[ast.AST] = [buffer_expr]
         if buffer_expr is ctor:  # the `device=` keyword is dropped: only the rest must be constant
             kept = list(ctor.args) + [kw.value for kw in ctor.keywords if kw.arg != "device"] + [ctor.func]
@@ -415,6 +561,145 @@ class HostToDeviceCopyInForward(Rule):
             (Edit("insert_body_end", ctx.span(init), text=text),
              Edit("replace", ctx.span(node), text=f"{self_name}.{name}")),
         )
+
+    # A tensor built per call is private to that call; a buffer is one tensor shared by every call. The
+    # fix is offered only where nothing can tell the difference.
+    def _buffer_visible(self, node: ast.expr, func: ast.AST) -> bool:
+        """Could code see that every call now gets the same tensor: is the value at `node` (or the local
+        name it is bound to) mutated in place, aliased, stored, returned or yielded?"""
+        parents = self._parents(func)
+        return self._escapes(node, parents, func, set())
+
+    def _escapes(self, node: ast.AST, parents: Dict[int, ast.AST], func: ast.AST, seen: Set[str]) -> bool:
+        current = node
+        while True:
+            parent = parents.get(id(current))
+            if isinstance(parent, (ast.Tuple, ast.List)) and isinstance(parents.get(id(parent)), (ast.Call,
+                                                                                                   ast.Subscript)):
+                current, parent = parent, parents.get(id(parent))  # `torch.cat([x, t])`, `x[:, t]`
+            if parent is None:
+                return True
+            if isinstance(parent, ast.Subscript):
+                if parent.value is not current:
+                    return False  # used as an index: read
+                current = parent  # a view of the same storage flows on
+            elif isinstance(parent, ast.IfExp):
+                if parent.test is current:
+                    return False
+                current = parent
+            elif isinstance(parent, (ast.BoolOp, ast.Starred)):
+                current = parent  # the same tensor flows on
+            elif isinstance(parent, ast.Attribute):
+                if parent.attr in TENSOR_FACTS:
+                    return False
+                call = parents.get(id(parent))
+                if isinstance(call, ast.Call) and call.func is parent:
+                    if parent.attr.endswith("_") or parent.attr in MUTATORS:
+                        return True  # in place on the shared tensor
+                    current = call  # `.view()`, `.float()`, `.to()` may return the tensor itself or a view
+                else:
+                    current = parent  # `.data`, `.T`: the same storage
+            elif isinstance(parent, ast.Call):
+                func_node = parent.func
+                called = func_node.attr if isinstance(func_node, ast.Attribute) else getattr(func_node, "id", "")
+                out = isinstance(current, ast.keyword) and current.arg == "out"
+                return out or called in MUTATORS or called in ("setattr", "register_buffer")
+            elif isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.AugAssign,
+                                     ast.Expr, ast.If, ast.While, ast.Assert, ast.keyword)):
+                if isinstance(parent, ast.keyword):  # an argument by keyword: judged at its call
+                    current = parent
+                    continue
+                return False  # a new value is computed from it, or it is only read
+            elif isinstance(parent, (ast.Assign, ast.AnnAssign)):
+                targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+                if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                    return True  # stored in an attribute, a container slot, or unpacked
+                return self._name_escapes(targets[0].id, parents, func, seen)
+            else:
+                return True  # returned, yielded, put in a container, bound by `with`/`for`, ...
+
+    def _name_escapes(self, name: str, parents: Dict[int, ast.AST], func: ast.AST, seen: Set[str]) -> bool:
+        if name in seen:
+            return False
+        seen.add(name)
+        for sub in ast.walk(func):  # every use of the local in the method (a bounded look)
+            if isinstance(sub, ast.Name) and sub.id == name:
+                if isinstance(sub.ctx, ast.Load) and self._escapes(sub, parents, func, seen):
+                    return True
+                parent = parents.get(id(sub))
+                if isinstance(parent, ast.AugAssign) and parent.target is sub:
+                    return True  # `total += ...` accumulates into the shared tensor
+            elif isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+                return True
+        return False
+
+    def _parents(self, func: ast.AST) -> Dict[int, ast.AST]:
+        key = id(func)
+        if key not in self._parent_maps:
+            self._parent_maps[key] = {id(child): node for node in ast.walk(func)
+                                      for child in ast.iter_child_nodes(node)}
+        return self._parent_maps[key]
+
+    def _plain_attribute(self, cls: ast.ClassDef, init: ast.FunctionDef, self_name: str, attr: str) -> bool:
+        """Is `self.<attr>` plain host data fixed at construction: every value `__init__` assigns to it is
+        built from literals, `__init__` arguments, module constants and pure builtins/numpy (not a
+        parameter, module or tensor, whose value changes as the model trains), and nothing in the class
+        changes it in place?"""
+        params = {a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs} - {self_name}
+        for sub in ast.walk(cls):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and _is_self_attr(
+                    sub.func.value, self_name, attr) and (sub.func.attr in MUTATORS or sub.func.attr.endswith("_")):
+                return False
+            if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                for target in targets:
+                    if isinstance(target, ast.Subscript) and _is_self_attr(target.value, self_name, attr):
+                        return False
+        values = [sub.value for sub in ast.walk(init) if isinstance(sub, (ast.Assign, ast.AnnAssign))
+                  and any(_is_self_attr(t, self_name, attr)
+                          for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))]
+        local_values: Dict[str, List[ast.expr]] = {}  # `half = channels // 2` in __init__
+        for sub in ast.walk(init):
+            if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+                local_values.setdefault(sub.targets[0].id, []).append(sub.value)
+            elif isinstance(sub, (ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+                for name in (n.id for n in ast.walk(sub) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)):
+                    local_values[name] = []  # bound some other way: not followed
+        locals_ = {name: vals[0] for name, vals in local_values.items() if len(vals) == 1 and name not in params}
+        return bool(values) and all(v is not None and self._plain_data(v, params, locals_) for v in values)
+
+    def _plain_data(self, expr: ast.expr, params: Set[str], locals_: Dict[str, ast.expr], depth: int = 0) -> bool:
+        ctx = self.ctx
+        if depth > 4:
+            return False
+        own = _comprehension_names(expr)
+        for sub in ast.walk(expr):
+            if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+                return False
+            if isinstance(sub, ast.Attribute) and not _is_call_target(expr, sub) and (
+                    ctx.qualname(sub) or "").split(".")[0] not in ("numpy", "math"):
+                return False  # attributes (configs, other members) are not followed: not known to be data
+            if isinstance(sub, ast.Call):
+                func = sub.func
+                qual = ctx.call_name(sub)
+                if isinstance(func, ast.Name) and func.id in PURE_BUILTINS and func.id not in params:
+                    continue
+                if qual is not None and qual.split(".")[0] in ("numpy", "math"):
+                    continue
+                if isinstance(func, ast.Attribute) and qual is None and not (
+                        func.attr.endswith("_") or func.attr in MUTATORS):
+                    continue  # a method of plain data: `.reshape(...)`, `.tolist()`
+                return False
+        for name_node in _name_nodes(expr):
+            name = name_node.id
+            if name in own or name in params or name in ctx.constants or name in PURE_BUILTINS:
+                continue
+            if (ctx.aliases.get(name) or "").split(".")[0] in ("numpy", "math"):
+                continue
+            if name in locals_ and self._plain_data(locals_[name], params, locals_, depth + 1):
+                continue
+            return False
+        return True
 
     @staticmethod
     def _plain_move(call: ast.Call) -> bool:
@@ -565,6 +850,65 @@ def _class_names(cls: ast.ClassDef) -> Set[str]:
     return names
 
 
+def _device_text(call: ast.Call) -> str:
+    """How the call names its device, for the message: `x.device`, `'npu'`; `...` when long or unknown."""
+    device = keyword(call, "device")
+    value = device.value if device is not None else call.args[0] if method_name(call) == "to" and call.args else None
+    text = ast.unparse(value) if value is not None else "..."
+    return text if len(text) <= 30 else "..."
+
+
+CPU_WORDS = ("cpu",)
+DEVICE_WORDS = ("npu", "cuda", "gpu", "ascend")
+
+
+def _cpu_test(test: ast.expr) -> Optional[bool]:
+    """Which branch of `if test:` runs only on the CPU: False for the body, True for the `else`, None if
+    the test says nothing about the device."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    side: Optional[bool] = None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        strings = [constant(e) for e in (test.left, test.comparators[0])]
+        text = next((v for v in strings if isinstance(v, str)), None)
+        if text is not None and text.split(":")[0] in ("cpu", "npu", "cuda", "gpu"):
+            on_cpu = text.startswith("cpu")
+            equal = isinstance(test.ops[0], (ast.Eq, ast.Is))
+            if equal or isinstance(test.ops[0], (ast.NotEq, ast.IsNot)):
+                side = not (on_cpu == equal)  # the body runs on the CPU when (cpu, ==) or (npu, !=)
+    elif isinstance(test, (ast.Name, ast.Attribute)):
+        name = (test.attr if isinstance(test, ast.Attribute) else test.id).lower()
+        if any(w in name for w in CPU_WORDS):
+            side = False
+        elif any(w in name for w in DEVICE_WORDS):
+            side = True
+    if side is None:
+        return None
+    return not side if negated else side
+
+
 def _inside(outer: ast.AST, inner: ast.AST) -> bool:
     return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
         (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
+
+
+def _is_self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)
+            and node.value.id == self_name)
+
+
+def _is_call_target(expr: ast.AST, attribute: ast.Attribute) -> bool:
+    """Is `attribute` the method of a call inside `expr` (`np.array`, `[...].copy`)?"""
+    return any(isinstance(sub, ast.Call) and sub.func is attribute for sub in ast.walk(expr))
+
+
+def _sets_requires_grad(expr: ast.AST) -> bool:
+    """A `requires_grad=` other than False, or `.requires_grad_()`: a buffer would freeze that choice (often
+    `requires_grad=self.training`, which `train()`/`eval()` toggle)."""
+    for sub in ast.walk(expr):
+        if isinstance(sub, ast.keyword) and sub.arg == "requires_grad" and constant(sub.value, ast) is not False:
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr == "requires_grad_":
+            return True
+    return False

@@ -19,16 +19,20 @@ STREAM_FACTORIES = frozenset(
     for name in ("current_stream", "default_stream", "Stream", "Event", "ExternalStream")
 ) | {"torch.Event", "torch.Stream", "torch.accelerator.current_stream"}
 RECEIVER_WORDS = ("stream", "event")
+STEP_REMEDY = "remove it, or run it only every N steps (`if step % N == 0:`)"
+# A forward/construct runs on every step: "every N steps" does not apply there.
+HOT_REMEDY = ("remove it; to order work between streams, make the consuming stream wait on an event "
+              "(`event.record()` then `torch.npu.current_stream().wait_event(event)`), which does not block the host")
 
 
 class SynchronizeInHotPath(Rule):
     code = "ASC202"
     name = "synchronize-in-hot-path"
-    message = ("`{call}` in {where} drains the device queue on every call: remove it, or run it only "
-               "every N steps (`if step % N == 0:`)")
+    message = "`{call}` in {where} drains the device queue on every call: {remedy}"
     fix_applicability = Applicability.UNSAFE
     triggers = ("synchronize",)
     docs = Docs(
+        summary="A device, stream or event synchronize in a hot path stalls the NPU pipeline.",
         what="Flags device, stream and event synchronizes (`torch.npu.synchronize()`, "
              "`torch_npu.npu.synchronize()`, `torch.cuda.synchronize()`, `<stream>.synchronize()` including "
              "`torch.npu.current_stream().synchronize()`, `<event>.synchronize()`, "
@@ -43,7 +47,10 @@ class SynchronizeInHotPath(Rule):
         known_problems="A synchronize that a model needs for correctness (the ShuffleNetV2 tuning kept one "
                        "because removing it broke convergence) is reported too: keep it with "
                        "`# noqa: ASC202`. Streams and events are recognised by their constructor or by a "
-                       "receiver name containing `stream` or `event`.",
+                       "receiver name containing `stream` or `event`. In `forward`/`construct`, which "
+                       "run on every step, the advice is to remove the call or, where it orders work between "
+                       "streams, to make the consuming stream wait on an event (`wait_event`), which does not "
+                       "block the host; \"every N steps\" is the advice only for the step loop.",
         example="""
             for step, (images, target) in enumerate(loader):
                 loss = criterion(model(images), target)
@@ -59,9 +66,12 @@ class SynchronizeInHotPath(Rule):
                 if step % 100 == 0:
                     torch.npu.synchronize()  # only for the periodic timing log
         """,
-        fix_safety="Unsafe: the fix deletes the synchronize statement (a block left empty gets `pass`). "
-                   "It is offered only when the call is the whole statement, and it is unsafe because the "
-                   "call may be needed (timing code, a stream hand-off, convergence).",
+        fix_safety="Unsafe: the fix deletes the synchronize statement (a block left empty gets `pass`), and "
+                   "with it the local stream or event variable it was the last use of (`s = "
+                   "torch.npu.current_stream()`) and an import it was the last use of. It is offered only when "
+                   "the call is the whole statement and such a variable holds a stream/event lookup or a plain "
+                   "name, and it is unsafe because the call may be needed (timing code, a stream hand-off, "
+                   "convergence).",
         source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910; CANN 7.0 large-model training "
                "guide, \"减少同步接口调用\" (PT_LMTMOG_000080).",
     )
@@ -140,19 +150,42 @@ class SynchronizeInHotPath(Rule):
         ctx = self.ctx
         hot = ctx.hot_method()
         if hot is not None:
-            where = f"`{hot.name}`"
+            where, remedy = f"`{hot.name}`", HOT_REMEDY
         elif ctx.in_step_loop(called_only=True):
-            where = "the training step loop"
+            where, remedy = "the training step loop", STEP_REMEDY
         else:
             return
         if ctx.guarded():
             return
-        fix = None
+        self.report(node, call=label, where=where, remedy=remedy, fix=self._fix(node))
+
+    # ------------------------------------------------------------------ fix
+    def _fix(self, node: ast.Call) -> Optional[Fix]:
+        """Delete the statement; and the local stream/event it was the last use of, or no fix."""
+        ctx = self.ctx
         parent = ctx.parent
-        if isinstance(parent, ast.Expr) and parent.value is node:
-            fix = Fix(Applicability.UNSAFE, "Remove the synchronize call",
-                      (Edit("remove_statement", ctx.span(parent)),))
-        self.report(node, call=label, where=where, fix=fix)
+        if not (isinstance(parent, ast.Expr) and parent.value is node):
+            return None
+        edits = [Edit("remove_statement", ctx.span(parent))]
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        func = ctx.function
+        if isinstance(receiver, ast.Name) and func is not None and receiver.id not in func.params:
+            binding = _sole_use_binding(func.node, receiver)
+            if binding is _SHARED:
+                pass  # used elsewhere too, or not a local of this function: it stays
+            elif binding is None or not self._removable_value(binding.value):
+                return None  # it would leave a variable assigned but never used
+            else:
+                edits.append(Edit("remove_statement", ctx.span(binding)))
+        return Fix(Applicability.UNSAFE, "Remove the synchronize call", tuple(edits))
+
+    def _removable_value(self, value: ast.expr) -> bool:
+        """Can the assignment go with the call: a stream/event lookup or a plain name/attribute?"""
+        if isinstance(value, ast.Call):
+            return self.ctx.call_name(value) in STREAM_FACTORIES and not value.args and not value.keywords
+        while isinstance(value, ast.Attribute):
+            value = value.value
+        return isinstance(value, ast.Name)
 
     def _sync_label(self, call: ast.Call) -> Optional[str]:
         """How to name the call in the message if it is a synchronize, else None."""
@@ -165,8 +198,36 @@ class SynchronizeInHotPath(Rule):
         receiver = func.value
         resolved = self.ctx.resolve(receiver)
         if isinstance(resolved, ast.Call) and self.ctx.call_name(resolved) in STREAM_FACTORIES:
-            return f"{ast.unparse(receiver)}.synchronize()"
+            return f"{_short(receiver)}.synchronize()"
         name = receiver_name(receiver).lower()
         if any(word in name for word in RECEIVER_WORDS):
-            return f"{ast.unparse(receiver)}.synchronize()"
+            return f"{_short(receiver)}.synchronize()"
         return None
+
+
+def _short(receiver: ast.expr) -> str:
+    """The receiver as written when short, else its last name (`<...>.stream`): never cut mid-expression."""
+    text = ast.unparse(receiver)
+    if len(text) <= 40:
+        return text
+    name = receiver_name(receiver)
+    return f"<...>.{name}" if name else "<stream>"
+_SHARED = ast.Pass()  # marker: the receiver has other uses
+
+
+def _sole_use_binding(func: ast.AST, use: ast.Name):
+    """For a local name read only at `use`: its one `name = value` statement (None when it is bound
+    otherwise or more than once); `_SHARED` when the name is read elsewhere too or is not bound here."""
+    assigns, stores, loads = [], 0, 0
+    for sub in ast.walk(func):  # a bounded look at the enclosing function
+        if isinstance(sub, ast.Name) and sub.id == use.id:
+            if isinstance(sub.ctx, ast.Load):
+                loads += 1
+            else:
+                stores += 1
+        elif (isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name)
+              and sub.targets[0].id == use.id):
+            assigns.append(sub)
+    if loads > 1 or not stores:
+        return _SHARED
+    return assigns[0] if len(assigns) == 1 and stores == 1 else None

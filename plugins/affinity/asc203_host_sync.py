@@ -40,6 +40,7 @@ class HostSyncInStepLoop(Rule):
     triggers = ("item", "cpu", "numpy", "tolist", "backward", "scale", "loss", "int(torch", "float(torch",
                 "print(torch")
     docs = Docs(
+        summary="A host sync such as `.item()` or `.cpu()` in the training-step loop stalls the NPU on every step.",
         what="Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()` (and MindSpore's `.asnumpy()`), `float(t)` / "
              "`int(t)` of a tensor and `print(t)` of a tensor expression in the body of the innermost "
              "training-step loop (a loop that calls `.backward()`, `optimizer.step()`, `scaler.step()` or a "

@@ -27,6 +27,7 @@ class LaunchBlocking(Rule):
     file_triggers = (VARIABLE,)  # a plain `import os` script can set it too: no framework name needed
     triggers = (VARIABLE,)
     docs = Docs(
+        summary="`ASCEND_LAUNCH_BLOCKING=1` makes every operator launch synchronous.",
         what=f"Flags code that sets `{VARIABLE}` to `1`, `\"1\"` or `True`: `os.environ[...] = ...`, "
              "`os.environ.setdefault(...)`, `os.environ.update(...)` and `os.putenv(...)`.",
         why="With launch blocking on, the host waits for every operator to finish before it launches the "
@@ -47,8 +48,9 @@ class LaunchBlocking(Rule):
             #   ASCEND_LAUNCH_BLOCKING=1 python train.py
             import torch_npu
         """,
-        fix_safety="Unsafe: the fix deletes the statement (a block left empty gets `pass`); the setting may "
-                   "be there on purpose while an operator error is being chased.",
+        fix_safety="Unsafe: the fix deletes the statement (a block left empty gets `pass`; an `os` import it "
+                   "was the last use of goes too); the setting may be there on purpose while an operator error "
+                   "is being chased. No fix for an `os.environ.update(...)` that also sets other variables.",
         source="Ascend msprof-analyze advisor, synchronize rule (`synchronize.yaml`); see "
                "research/ascend-api-facts.md section 10.",
     )
@@ -93,7 +95,8 @@ class LaunchBlocking(Rule):
         elif qual == ENV + ".update":
             for value in self._update_values(node):
                 if _enables(value):
-                    self._report(node, node, f'os.environ.update({VARIABLE}={ast.unparse(value)})')
+                    self._report(node, node, f'os.environ.update({VARIABLE}={ast.unparse(value)})',
+                                 removable=_sets_only_this(node))
                     return
 
     @staticmethod
@@ -107,10 +110,10 @@ class LaunchBlocking(Rule):
                 if constant(key) == VARIABLE:
                     yield value
 
-    def _report(self, node: ast.AST, at: ast.AST, form: str) -> None:
+    def _report(self, node: ast.AST, at: ast.AST, form: str, removable: bool = True) -> None:
         stmt = node if isinstance(node, ast.stmt) else self._statement_of(node)
         fix = None
-        if stmt is not None:
+        if stmt is not None and removable:
             fix = Fix(Applicability.UNSAFE, f"Remove the `{VARIABLE}` setting",
                       (Edit("remove_statement", self.ctx.span(stmt)),))
         self.report(at, form=form, fix=fix)
@@ -119,3 +122,14 @@ class LaunchBlocking(Rule):
         """The expression statement that is exactly `call`, if any."""
         parent = self.ctx.parent
         return parent if isinstance(parent, ast.Expr) and parent.value is call else None
+
+
+def _sets_only_this(call: ast.Call) -> bool:
+    """`os.environ.update(...)` that sets nothing but the variable (removing it removes nothing else)."""
+    items = [kw.arg for kw in call.keywords]
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Dict):
+        items += [constant(key) if key is not None else None for key in first.keys]
+    elif first is not None:
+        return False
+    return items == [VARIABLE]

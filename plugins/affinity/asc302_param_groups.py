@@ -45,6 +45,7 @@ class MergeableParamGroups(Rule):
                 "Adagrad", "Adadelta", "RMSprop", "Lion", "Adafactor", "Muon", "Momentum", "NovoGrad", "Sophia",
                 "Lookahead")
     docs = Docs(
+        summary="Optimizer param groups with identical options that could be one group.",
         what="Flags an optimizer constructed with a literal list of param-group dicts in which two or more "
              "groups carry exactly the same options (same keys, same source for every value).",
         why="Ascend's apex guide asks to merge param groups whose options are equal: the fused optimizers "

@@ -64,9 +64,10 @@ class AmpCombineGrad(Rule):
     message = "apex `amp.initialize` without `combine_grad=True`: add `combine_grad=True` so Ascend apex " \
               "unscales and overflow-checks one combined gradient buffer instead of every tensor"
     npu_context = True
-    fix_applicability = Applicability.SAFE
+    fix_applicability = Applicability.UNSAFE
     triggers = ("initialize",)
     docs = Docs(
+        summary="Ascend apex `amp.initialize` without `combine_grad=True`.",
         what="Flags Ascend apex `amp.initialize(model, optimizer, ...)` called without `combine_grad=True`.",
         why="Ascend's apex fork adds `combine_grad`: with it, loss-scale unscaling and the overflow check run "
             "on one combined (flattened) gradient tensor instead of launching several small operators per "
@@ -90,11 +91,14 @@ class AmpCombineGrad(Rule):
         use_instead="""
             model, optimizer = amp.initialize(model, optimizer, opt_level="O2", loss_scale=128.0, combine_grad=True)
         """,
-        fix_safety="Safe in files that import torch_npu and call `amp.initialize` with a literal (or the default) "
-                   "`opt_level` of 'O1'/'O2': the fix adds `combine_grad=True`, which changes how gradients are "
-                   "stored, not what is computed. Unsafe otherwise: with a runtime `opt_level` apex raises if it "
-                   "turns out to be O0/O3, and in files without a torch_npu import the fix also adds "
-                   "`import torch_npu` (which is only right if the code targets Ascend apex).",
+        fix_safety="Unsafe: the fix adds `combine_grad=True`. The update itself is the same arithmetic, but the "
+                   "gradients then live in one combined buffer that shares storage with every `.grad`: code that "
+                   "replaces or re-allocates gradients (`p.grad = ...`, custom clipping or all-reduce hooks) "
+                   "silently stops reaching the optimizer (Ascend apex warns of accuracy problems), the buffer "
+                   "costs device memory the size of all gradients (a model that fitted may not), and with a "
+                   "runtime `opt_level` apex raises if it turns out to be O0/O3. The keyword exists only in "
+                   "Ascend's apex fork; the fix adds no import (`import torch_npu` would not change which apex is "
+                   "installed).",
         source="Ascend apex README.zh.md (amp.initialize, combine_grad) and patch/npu.patch; Ascend PyTorch "
                "tuning case: MobileNetV1 mixed precision.",
     )
@@ -104,7 +108,7 @@ class AmpCombineGrad(Rule):
         "import torch_npu\nfrom apex.amp import initialize\nmodel, opt = initialize(model, opt, opt_level='O1', combine_grad=None)",
         # a runtime opt level: still reported (unsafe fix)
         "import torch_npu\nfrom apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level=args.opt_level)",
-        # NPU context from Ascend apex names alone: unsafe fix that adds `import torch_npu`
+        # NPU context from Ascend apex names alone
         "from apex import amp\nfrom apex.optimizers import NpuFusedSGD\nmodel, opt = amp.initialize(model, opt, "
         "opt_level='O2')",
     )
@@ -139,9 +143,6 @@ class AmpCombineGrad(Rule):
             return
         if flag_state(node, "combine_grad") != "missing" or in_backend_switch(ctx, self._switches):
             return  # (on the GPU side of a device switch the CUDA apex has no combine_grad)
-        has_npu = ctx.imports("torch_npu")
-        safe = has_npu and opt_level(node) is not None
-        fix = Fix(Applicability.SAFE if safe else Applicability.UNSAFE, "Add `combine_grad=True`",
-                  (Edit("set_keyword", ctx.span(node), "True", "combine_grad"),),
-                  () if has_npu else ("torch_npu",))
+        fix = Fix(Applicability.UNSAFE, "Add `combine_grad=True`",
+                  (Edit("set_keyword", ctx.span(node), "True", "combine_grad"),))
         self.report(node, fix=fix)

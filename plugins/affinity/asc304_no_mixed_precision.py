@@ -12,14 +12,17 @@ from ascend_lint.semantic import is_step_call
 # Identifiers that show the file runs (or can switch on) reduced precision somewhere: AMP contexts and
 # scalers, apex amp, MindSpore amp levels, half/bf16 casts and the usual `args.fp16` / `use_amp` switches.
 EVIDENCE_RE = re.compile(
-    r"(?i)autocast|scaler|scale_loss|loss_scal|(?:^|_)amp(?:$|_)|fp16|bf16|float16|mixed_precision|to_float|"
-    r"build_train_network")
+    r"(?i)autocast|scaler|scale_loss|loss_scal|(?:^|_)amp(?:$|_)|fp16|bf16|float16|mixed_?precision|to_float|"
+    r"build_train_network|param_dtype")
 HALF_ATTRS = ("half", "bfloat16", "float16")  # x.half(), torch.half, torch.bfloat16
 # A backward outside any loop counts only in a function named like a training step (a unit test of an
 # operator also calls `.backward()` once).
 STEP_FUNCTION_RE = re.compile(r"(?i)train|step|fit|update|epoch|learn|optimi")
 AMP_MODULES = ("apex.amp", "apex.fp16_utils", "torch.cuda.amp", "torch.npu.amp", "torch.amp", "torch_npu.npu.amp",
-               "mindspore.amp", "deepspeed", "accelerate")
+               "mindspore.amp", "deepspeed", "accelerate",
+               # FSDP's MixedPrecision(param_dtype=...) / FSDP2's MixedPrecisionPolicy
+               "torch.distributed.fsdp.MixedPrecision", "torch.distributed.fsdp.MixedPrecisionPolicy",
+               "torch.distributed._composable.fsdp.MixedPrecisionPolicy")
 
 
 class NoMixedPrecision(Rule):
@@ -30,10 +33,12 @@ class NoMixedPrecision(Rule):
     preview = True
     npu_context = True
     triggers = ("backward", "step", "autocast", "Scaler", "scaler", "amp", "scale_loss", "loss_scal", "fp16", "bf16",
-                "float16", "half", "precision", "to_float", "build_train_network")
+                "float16", "half", "precision", "Precision", "to_float", "build_train_network", "param_dtype")
     docs = Docs(
+        summary="An NPU training script that uses no mixed precision.",
         what="Flags an NPU PyTorch training script (one that calls `loss.backward()` in a step loop and steps an "
-             "optimizer) that uses no mixed precision at all: no `autocast`, no `GradScaler`, no apex `amp.initialize`/`amp.scale_loss`, no "
+             "optimizer) that uses no mixed precision at all: no `autocast`, no `GradScaler`, no apex `amp.initialize`/`amp.scale_loss`, no FSDP "
+             "`MixedPrecision(param_dtype=...)` / `MixedPrecisionPolicy`, no "
              "MindSpore `amp_level`/`to_float`, no half/bf16 cast and no `fp16`/`use_amp`-style switch.",
         why="The Ascend Cube unit computes matrix products in fp16 (bf16 on newer parts); an fp32 model "
             "runs its MatMul/Conv far slower or is silently down-cast by the default precision mode. The "
@@ -107,6 +112,13 @@ class NoMixedPrecision(Rule):
         "            loss = model(x).sum()\n            loss.backward()\n            opt.step()",
         "import mindspore\nfor x, y in data:\n    loss = net(x, y)\n    loss.backward()\n    optimizer.step()",
         # MindSpore amp level
+        # FSDP mixed precision
+        "import torch, torch_npu\nfrom torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy\n"
+        "fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=low))\n"
+        "for x in loader:\n    model(x).sum().backward()\n    opt.step()",
+        "import torch, torch_npu\nfrom torch.distributed import fsdp\n"
+        "policy = fsdp.MixedPrecision(param_dtype=dtype, reduce_dtype=torch.float32)\n"
+        "for x in loader:\n    model(x).sum().backward()\n    opt.step()",
         "import mindspore\nfrom mindspore import Model\nmodel = Model(net, loss, opt, amp_level='O2')\n"
         "for x, y in data:\n    y.backward()\n    opt.step()",
         # not NPU code

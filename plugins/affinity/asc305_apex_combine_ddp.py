@@ -22,6 +22,7 @@ class ApexCombineDdp(Rule):
     npu_context = True
     triggers = ("initialize", "DistributedDataParallel", "DDP")
     docs = Docs(
+        summary="Ascend apex `amp.initialize` without `combine_ddp=True` in a script that uses DDP.",
         what="Flags Ascend apex `amp.initialize(model, optimizer, ...)` without `combine_ddp=True` in a file that "
              "also wraps the model in `torch.nn.parallel.DistributedDataParallel` (or apex's DDP).",
         why="Ascend apex's `combine_ddp=True` all-reduces the combined gradient buffer built by "

@@ -44,6 +44,7 @@ class FusedClipGradNorm(Rule):
     npu_context = True
     triggers = ("clip_grad_norm", "clip_optimizer_grad_norm", "NpuFused")
     docs = Docs(
+        summary="`torch.nn.utils.clip_grad_norm_` next to an NPU fused optimizer, whose own clipping is faster.",
         what="Flags `torch.nn.utils.clip_grad_norm_(...)` in a file whose optimizer is an NPU fused one "
              "(`torch_npu.optim.NpuFused*` or Ascend apex `apex.optimizers.NpuFused*`).",
         why="`clip_grad_norm_` computes one norm per gradient tensor and scales each tensor: two small "

@@ -28,6 +28,7 @@ class FusedOptimizerSetToNone(Rule):
     triggers = ("set_to_none", "zero_grad", "NpuFused", "initialize", "optim", "SGD", "Adam", "Adagrad", "RMSprop",
                 "Adadelta", "LBFGS", "Rprop")
     docs = Docs(
+        summary="`zero_grad(set_to_none=True)` on an NPU fused optimizer, which raises.",
         what="Flags `optimizer.zero_grad(set_to_none=True)` where the optimizer is an NPU fused one "
              "(`torch_npu.optim.NpuFused*`, `apex.optimizers.NpuFused*`), and `model.zero_grad(set_to_none=True)` "
              "in a file that uses a fused optimizer with apex `combine_grad=True`.",
@@ -48,9 +49,13 @@ class FusedOptimizerSetToNone(Rule):
             optimizer = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)
             optimizer.zero_grad(set_to_none=False)
         """,
-        fix_safety="Safe: `set_to_none=False` is the only value the fused optimizers accept, and zeroing the "
-                   "gradients in place computes the same update (it only keeps the gradient memory allocated, "
-                   "which the combined buffer holds anyway).",
+        fix_safety="Safe where the receiver is built in this file as a fused optimizer: `set_to_none=True` "
+                   "raises `ValueError` there, so the original stopped at that line, and `set_to_none=False` is "
+                   "the only value the fused optimizers accept. Unsafe where the optimizer is inferred (a "
+                   "parameter in a file whose only optimizers are fused, or the model under apex "
+                   "`combine_grad`): if it is a plain `torch.optim` optimizer after all, zeroed gradients "
+                   "instead of `None` change the update (momentum and weight decay then also touch parameters "
+                   "that got no gradient).",
         source="torch_npu/optim/npu_fused_optim_base.py (zero_grad); Ascend apex README.zh.md (zero_grad patch "
                "with combine_grad).",
     )
@@ -186,4 +191,6 @@ class FusedOptimizerSetToNone(Rule):
             else:
                 edit = Edit("set_keyword", self.ctx.span(node), "False", "set_to_none")
             receiver = " ".join(ast.unparse(node.func.value).split())
-            self.report(node, receiver=receiver, problem=problem, fix=Fix(Applicability.SAFE, "Use `set_to_none=False`", (edit,)))
+            applicability = Applicability.SAFE if kind == FUSED else Applicability.UNSAFE  # see Fix safety
+            self.report(node, receiver=receiver, problem=problem,
+                        fix=Fix(applicability, "Use `set_to_none=False`", (edit,)))

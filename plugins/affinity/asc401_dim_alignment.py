@@ -33,6 +33,7 @@ class DimNotAligned(Rule):
     options = {"min-dim": 16, "alignment": 16}
     triggers = ("Linear", "Conv", "Embedding", "Dense", NUM_CLASSES)
     docs = Docs(
+        summary="A layer dimension that is not a multiple of the 16 elements Ascend moves and multiplies in one block.",
         what="Flags integer dimensions that are at least `min-dim` (16) and not a multiple of `alignment` "
              "(16), read from literals, module constants, local names or parameter defaults (such as "
              "`num_classes=1000`), in "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Set
+from typing import List, Optional, Sequence, Set, Tuple
 
 from ascend_lint.rule import Docs, Rule
 from ascend_lint.semantic import argument, constant, method_name
@@ -30,16 +30,28 @@ MS_AMP_FUNCTIONS = {"mindspore.amp.auto_mixed_precision": ("amp_level", 1),
                     "mindspore.amp.custom_mixed_precision": (None, None),
                     "mindspore.amp.build_train_network": ("level", 3)}
 REMEDY_MS = 'cast the cell with `to_float(mstype.float16)` or train with `Model(..., amp_level="O2")`'
+# Shape-only or dtype ops that keep a size-1 axis where it is (for the outer-product test).
+KEEP_AXES = frozenset({"float", "double", "half", "to", "type", "expand", "contiguous", "clone", "detach"})
+ROPE_WORDS = ("freq", "position", "theta")
+# Tiny geometry: a function that inverts or decomposes a matrix works on 3x3 / 4x4 transforms.
+GEOMETRY_CALLS = frozenset({"torch.inverse", "torch.linalg.inv", "torch.linalg.solve", "torch.linalg.det",
+                            "torch.det", "torch.linalg.pinv", "torch.pinverse", "torch.linalg.svd", "torch.svd",
+                            "torch.cross", "torch.linalg.cross"})
+GEOMETRY_METHODS = frozenset({"inverse", "det", "pinverse"})
+GEOMETRY_WORDS = ("intrinsic", "extrinsic", "camera", "cam2", "2cam", "lidar2", "2lidar", "ego2", "2ego",
+                  "world2", "2world", "homograph", "rot_mat", "rotmat", "rotation", "pose")
 
 
 class Fp32Matmul(Rule):
     code = "ASC402"
     name = "fp32-matmul"
     message = "{op} {reason}, which misses Ascend's fp16 Cube unit: {remedy}"
-    triggers = ("matmul", "MatMul", "mm(", "@", "linear", "register_float_function", "to_float",
-                "add_flags_recursive", "amp_level", "mixed_precision", "float16", "build_train_network", "Model",
+    triggers = ("matmul", "MatMul", "mm(", "@", "linear", "register_float_function", "to_float", "inverse", "linalg",
+                "det(", "svd", "pinv", "cross(",
+                "add_flags_recursive", "amp_level", "mixed_precision", "float16", "build_train_network", "Model(",
                 "TrainOneStep", "value_and_grad", "GradOperation", "grad(", "compute_type", "compute_dtype")
     docs = Docs(
+        summary="A MatMul that runs in fp32 and so misses Ascend's fp16 Cube unit.",
         what="Flags (a) MindSpore `ops.MatMul`, `ops.BatchMatMul`, `P.MatMul`, `nn.MatMul` and `ops.matmul` "
              "used in a Cell of a file that trains a network (`Model`, `TrainOneStepCell`, `value_and_grad`, "
              "...) when nothing in the file casts the network to fp16 (`to_float(mstype.float16)`, "
@@ -48,7 +60,7 @@ class Fp32Matmul(Rule):
              "(`torch.matmul`, `mm`, `bmm`, `@`, `F.linear`, `ops.matmul`, a MatMul primitive) with an "
              "operand explicitly cast to float32 (`.float()`, `.to(torch.float32)`, "
              "`.astype(mstype.float32)`, a Cast to float32, `dtype=torch.float32`), directly or through a "
-             "local name, or that runs under `autocast(enabled=False)`; (c) apex "
+             "local name; (c) apex "
              "`amp.register_float_function(torch, 'matmul' | 'mm' | 'bmm')`.",
         why="The Cube unit of the Ascend AI Core computes matrix products in fp16 (bf16 on newer parts); a "
             "float32 MatMul falls back to a far slower path. MindSpore's tuning notes cast such cells with "
@@ -57,8 +69,17 @@ class Fp32Matmul(Rule):
             "an op to fp32, the opposite of what the Cube wants.",
         known_problems="A Cell defined in a file that does not train it is not checked for (a): the cast "
                        "usually lives in the training script. `amp_level=\"O1\"` counts as a cast (its white "
-                       "list runs MatMul in fp16). An fp32 MatMul is sometimes a deliberate precision "
-                       "decision (logits, attention scores): suppress it with `# noqa: ASC402`.",
+                       "list runs MatMul in fp16). Not flagged, because they are precision decisions or never "
+                       "reach the Cube's tile size: a MatMul inside an explicit `with autocast(..., "
+                       "enabled=False):` block (the author forces float32 there on purpose; any context manager "
+                       "whose name contains `autocast`, such as a project's `maybe_autocast`); an outer product "
+                       "written as a matmul, whose inner dimension is 1 (RoPE's `inv_freq[None, :, None] @ "
+                       "position_ids[:, None, :]`, `t.unsqueeze(-1) @ f.unsqueeze(-2)`, any operand named "
+                       "`inv_freq`); tiny geometry (an operand named like camera intrinsics/extrinsics, poses or "
+                       "rotations, or a function that also inverts or decomposes a matrix with `torch.inverse`, "
+                       "`torch.linalg.*`, `.inverse()`). Other deliberate fp32 MatMuls (an MoE router's logits, "
+                       "attention scores upcast for stability) are still reported: suppress them with "
+                       "`# noqa: ASC402`.",
         example="""
             class Classifier(nn.Module):
                 def forward(self, x):
@@ -84,8 +105,6 @@ class Fp32Matmul(Rule):
         "    return F.linear(x, w)",
         "import torch.nn.functional as F\ny = F.linear(x.float(), w)",
         "import torch\ny = x.float().matmul(w)",
-        "import torch\nwith torch.autocast('npu', enabled=False):\n    y = torch.matmul(a, b)",
-        "import torch\nwith torch.npu.amp.autocast(enabled=False):\n    y = a @ b",
         "import torch\nfrom apex import amp\namp.register_float_function(torch, 'bmm')",
         "import mindspore as ms\nfrom mindspore import ops\ny = ops.matmul(x.astype(ms.float32), w)",
         "import mindspore\nfrom mindspore import ops\nfrom mindspore import dtype as mstype\n"
@@ -114,6 +133,19 @@ class Fp32Matmul(Rule):
         "import torch\ndef f(q, k):\n    q = q.float()\n    q = q * 2\n    return q @ k",
         "import torch\nwith torch.autocast('npu'):\n    y = torch.matmul(a, b)",
         "import torch\nwith torch.autocast('npu', enabled=False):\n    y = torch.matmul(a.half(), b.half())",
+        # an explicit "force float32" block is a precision decision
+        "import torch\nwith torch.autocast('npu', enabled=False):\n    y = torch.matmul(a.float(), b.float())",
+        "import torch\nwith torch.npu.amp.autocast(enabled=False):\n    y = a @ b",
+        "import torch\ndef f(a, b):\n    with maybe_autocast(device_type='npu', enabled=False):\n        return a.float() @ b",
+        # RoPE's frequency table: an outer product (inner dim 1), not a Cube-sized matmul
+        "import torch\ndef rope(self, x, position_ids):\n"
+        "    inv = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)\n"
+        "    pos = position_ids[:, None, :].float()\n    return (inv @ pos).transpose(1, 2)",
+        "import torch\ndef freqs(t, f):\n    return torch.matmul(t.float().unsqueeze(-1), f.unsqueeze(-2))",
+        "import torch\ndef freqs(self, t):\n    return torch.matmul(t.float(), self.inv_freq)",
+        # tiny geometry: camera intrinsics, a function that inverts a 4x4 pose
+        "import torch\ndef project(points, cam_intrinsics):\n    return cam_intrinsics.float() @ points",
+        "import torch\ndef to_ego(T, pts):\n    inv = torch.inverse(T.float())\n    return torch.matmul(T.float(), pts)",
         "import torch\ny = x.float() + w.float()",
         "import torch\nfrom apex import amp\namp.register_float_function(torch, 'softmax')",
         "import torch\nfrom apex import amp\namp.register_half_function(torch, 'bmm')",
@@ -154,11 +186,16 @@ class Fp32Matmul(Rule):
         self.casts_fp16 = False
         self.trains = False
         self.reported: Set[int] = set()
+        self.pending: List[Tuple[ast.AST, str, str, str, Optional[ast.AST]]] = []  # (node, op, reason, remedy, func)
+        self.geometry: Set[int] = set()  # ids of functions that invert / decompose matrices
 
     # --------------------------------------------------------------- handlers
     def visit_Call(self, node: ast.Call) -> None:
         qual = self.ctx.call_name(node)
         self._evidence(node, qual)
+        if qual in GEOMETRY_CALLS or (qual is None and method_name(node) in GEOMETRY_METHODS and not node.args):
+            func = self.ctx.function
+            self.geometry.add(id(func.node) if func is not None else 0)
         if qual in MS_PRIMITIVES or qual in MS_FUNCTIONS:
             cls = self.ctx.class_scope
             if cls is not None and cls.class_kind == "cell":
@@ -180,6 +217,9 @@ class Fp32Matmul(Rule):
             self.casts_fp16 = True
 
     def end_file(self) -> None:
+        for node, op, reason, remedy, func in self.pending:
+            if (id(func) if func is not None else 0) not in self.geometry:
+                self.report(node, op=op, reason=reason, remedy=remedy)
         if not self.trains or self.casts_fp16:
             return
         for node in self.cell_matmuls:
@@ -209,18 +249,62 @@ class Fp32Matmul(Rule):
         return None
 
     def _check_operands(self, node: ast.AST, label: str, operands: Sequence[ast.expr]) -> None:
-        if any(self._bits(op) == 32 for op in operands):
-            reason = "multiplies an operand cast to float32"
-            remedy = ("drop the float32 cast (`astype`/`Cast`) and keep the operands in fp16"
-                      if self.ctx.imports("mindspore") and not self.ctx.imports("torch")
-                      else "drop the float32 cast (`.float()`/`.to(torch.float32)`) and let AMP keep it in fp16/bf16")
-        elif self._autocast_disabled() and not any(self._bits(op) == 16 for op in operands):
-            reason = "runs in float32 under `autocast(enabled=False)`"
-            remedy = "keep the MatMul inside autocast and disable it only around the numerically sensitive op"
-        else:
+        if not any(self._bits(op) == 32 for op in operands):
             return
-        self.reported.add(id(node))
-        self.report(node, op=label, reason=reason, remedy=remedy)
+        self.reported.add(id(node))  # (a) must not report it a second time
+        if self._forced_fp32() or self._outer_product(operands) or self._geometry_operand(operands):
+            return
+        remedy = ("drop the float32 cast (`astype`/`Cast`) and keep the operands in fp16"
+                  if self.ctx.imports("mindspore") and not self.ctx.imports("torch")
+                  else "drop the float32 cast (`.float()`/`.to(torch.float32)`) and let AMP keep it in fp16/bf16")
+        func = self.ctx.function
+        self.pending.append((node, label, "multiplies an operand cast to float32", remedy,
+                             func.node if func is not None else None))
+
+    def _forced_fp32(self) -> bool:
+        """Inside `with autocast(..., enabled=False):` (torch, torch_npu, a project's `maybe_autocast`): the
+        author forces float32 here on purpose, a precision decision the rule does not second-guess."""
+        for with_node in self.ctx.withs:
+            for item in with_node.items:
+                expr = item.context_expr
+                if not isinstance(expr, ast.Call):
+                    continue
+                func = expr.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if "autocast" in name.lower() and constant(argument(expr, "enabled"), True) is False:
+                    return True
+        return False
+
+    def _outer_product(self, operands: Sequence[ast.expr]) -> bool:
+        """An outer product written as a matmul (inner dim 1: `inv_freq[None, :, None] @ pos[:, None, :]`,
+        `t.unsqueeze(-1) @ f.unsqueeze(-2)`), such as RoPE's frequency table: nothing for the Cube to do."""
+        if len(operands) != 2:
+            return False
+        left, right = (self._keep_axes(op) for op in operands)
+        names = [_last_name(op).lower() for op in (left, right)]
+        if any("inv_freq" in name for name in names):
+            return True
+        rope = any(word in name for name in names for word in ROPE_WORDS)
+        return _unit_axis(left, -1, rope) or _unit_axis(right, -2, rope)
+
+    def _keep_axes(self, node: ast.expr) -> ast.expr:
+        """Follow local names and dtype/expand calls that keep every axis where it is."""
+        for _ in range(8):
+            if isinstance(node, ast.Name):
+                bound = self.ctx.binding_before(node.id, node)
+                if bound is None or bound.index is not None or bound.value is None:
+                    return node
+                node = bound.value
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in KEEP_AXES and self.ctx.qualname(node.func) is None):
+                node = node.func.value
+            else:
+                return node
+        return node
+
+    def _geometry_operand(self, operands: Sequence[ast.expr]) -> bool:
+        """Camera intrinsics, poses, rotations: 3x3 / 4x4 transforms that never reach the Cube's tile size."""
+        return any(word in _last_name(self._keep_axes(op)).lower() for op in operands for word in GEOMETRY_WORDS)
 
     def _bits(self, expr: ast.expr) -> Optional[int]:
         """32 / 16 when `expr` is explicitly cast to float32 / a 16-bit float, else None."""
@@ -286,19 +370,6 @@ class Fp32Matmul(Rule):
         value = cls.attributes.get(attr) if cls is not None else None
         return value if isinstance(value, ast.Call) else None
 
-    def _autocast_disabled(self) -> bool:
-        for with_node in self.ctx.withs:
-            for item in with_node.items:
-                expr = item.context_expr
-                if not isinstance(expr, ast.Call):
-                    continue
-                qual = self.ctx.call_name(expr) or ""
-                if (qual.startswith("torch.") and qual.endswith("autocast")) or method_name(expr) == "autocast":
-                    enabled = argument(expr, "enabled")
-                    if enabled is not None and constant(enabled, True) is False:
-                        return True
-        return False
-
     # ------------------------------------------------------ (c) registration
     def _check_registration(self, call: ast.Call) -> None:
         module = self.ctx.qualname(call.args[0]) if call.args else None
@@ -338,3 +409,32 @@ class Fp32Matmul(Rule):
         if qual:
             return "`" + qual.replace("mindspore.ops.", "ops.").replace("mindspore.nn.", "nn.") + "`"
         return "`" + (func.attr if isinstance(func, ast.Attribute) else "MatMul") + "`"
+
+
+def _unit_axis(node: ast.expr, axis: int, rope: bool) -> bool:
+    """Does `node` end with a size-1 axis at `axis` (-1 or -2)? Certain for `x[..., None]`,
+    `x[..., None, :]`, `x.unsqueeze(-1)`; for `inv_freq[None, :, None]` / `pos[:, None, :]` (which count
+    from the end only if they index every axis) only when the names say RoPE (`rope`)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and len(node.slice.elts) >= -axis:
+        elts = node.slice.elts
+        element = elts[axis]
+        ellipsis = any(constant(e) is Ellipsis for e in elts[:axis])
+        return isinstance(element, ast.Constant) and element.value is None and (ellipsis or rope)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "unsqueeze":
+        return len(node.args) == 1 and constant(node.args[0]) == axis
+    return False
+
+
+def _last_name(node: ast.expr) -> str:
+    """`self.inv_freq[None, :].float()` -> 'inv_freq'; `cam_intrinsics` -> 'cam_intrinsics'."""
+    for _ in range(8):
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in KEEP_DTYPE | KEEP_AXES | {"unsqueeze"}):
+            node = node.func.value
+        else:
+            break
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""

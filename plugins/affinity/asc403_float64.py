@@ -31,6 +31,7 @@ class Float64OnNpu(Rule):
     npu_context = True
     triggers = ("double", "float64")
     docs = Docs(
+        summary="A float64 tensor in NPU code, which the Ascend AI Core cannot compute on.",
         what="Flags `.double()` on tensors and modules, and float64 dtypes (`torch.float64`, `torch.double`, "
              "`mstype.float64`) passed as a `dtype=` argument, to a cast (`.to`, `.type`, `.astype`, "
              "`ops.Cast()(x, t)`, `ops.cast`), to a tensor constructor (`torch.*`, `mindspore.Tensor`) or to "

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+import re
+from collections import Counter
+from typing import List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 from ascend_lint.semantic import argument, constant, has_star_args
@@ -11,6 +13,13 @@ from ascend_lint.semantic import argument, constant, has_star_args
 MS_SAVE_CONFIG = {"CheckpointConfig": 5}
 MS_SAVE_FUNCTIONS = {"mindspore.save_checkpoint": 3, "mindspore.serialization.save_checkpoint": 3}
 _MISSING = object()
+# MindSpore Callback hooks and how often Model.train runs them.
+STEP_HOOKS = frozenset({"on_train_step_end", "step_end", "on_train_step_begin", "step_begin"})
+EPOCH_HOOKS = frozenset({"on_train_epoch_end", "epoch_end", "on_train_epoch_begin", "epoch_begin"})
+# A call that reads a checkpoint back: MindSpore's `load_checkpoint`, `load_param_into_net`,
+# `load_distributed_checkpoint`, ... or a project helper named like one (`load_ckpt`, `resume_from`).
+LOAD_NAME_RE = re.compile(r"(load|restore|resume)(_?(\w*_)?(ckpt|checkpoint|param|state|model|weight)\w*)?",
+                          re.IGNORECASE)
 
 
 class SyncCheckpointSave(Rule):
@@ -20,16 +29,27 @@ class SyncCheckpointSave(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("CheckpointConfig", "save_checkpoint", "save(")
     docs = Docs(
+        summary="Synchronous checkpoint saving that blocks training.",
         what="Flags MindSpore `CheckpointConfig(...)` (`mindspore.train.CheckpointConfig`, also imported from "
              "`mindspore` or `mindspore.train.callback`) without a truthy `async_save` (`True`, or "
-             "`\"thread\"`/`\"process\"` since MindSpore 2.5); `mindspore.save_checkpoint(...)` inside a loop "
-             "without it; and `torch.save(...)` called on every iteration of a training step loop (not under "
+             "`\"thread\"`/`\"process\"` since MindSpore 2.5); `mindspore.save_checkpoint(...)` without it "
+             "inside a training loop (a loop that steps an optimizer, or an epoch loop around one, a local "
+             "training function or `model.train(epochs, dataset)`) or in a training hook of a MindSpore "
+             "`Callback` (`on_train_step_end`/`step_end`, `on_train_epoch_end`/`epoch_end`); and `torch.save(...)` called on every iteration of a training step loop (not under "
              "an `if` inside that loop).",
         why="A synchronous save stops training while the checkpoint is serialised and written. MindSpore "
             "measured 2450 img/s with `async_save=True` against 2200 img/s with the default synchronous "
             "save. Saving with `torch.save` on every step writes the whole state dict each step.",
-        known_problems="`async_save` passed as a variable, or through `**kwargs`, is trusted. A "
-                       "`save_checkpoint` in a function that is called from a loop is not seen.",
+        known_problems="`async_save` passed as a variable, or through `**kwargs`, is trusted. A loop that does "
+                       "not train (over files in a converter, over evaluation batches) is not a training loop. "
+                       "Step and epoch cost: a save in the step loop or in a step hook blocks training every "
+                       "step it runs (every N steps when guarded: still each time); a save once per epoch "
+                       "blocks once per epoch, a small share of a short epoch but seconds to minutes for the "
+                       "large models MindSpore trains. Both are reported for MindSpore because the remedy is "
+                       "free (`async_save=True` writes the same file in the background); `torch.save` is "
+                       "reported only on every step (torch has no asynchronous switch, and saving once per "
+                       "epoch or every N steps is the normal remedy). A `save_checkpoint` in a helper that a "
+                       "hook or a training loop calls is not seen.",
         example="""
             config = CheckpointConfig(save_checkpoint_steps=steps, keep_checkpoint_max=10)
             ckpt_cb = ModelCheckpoint(prefix="resnet50", directory="./ckpt", config=config)
@@ -38,9 +58,15 @@ class SyncCheckpointSave(Rule):
             config = CheckpointConfig(save_checkpoint_steps=steps, keep_checkpoint_max=10, async_save=True)
             ckpt_cb = ModelCheckpoint(prefix="resnet50", directory="./ckpt", config=config)
         """,
-        fix_safety="Safe for the MindSpore cases: the fix adds `async_save=True` (or replaces a false value); "
-                   "the checkpoint written is the same, only the write happens in the background. No fix "
-                   "for `torch.save`: how often to save is the user's decision.",
+        fix_safety="Safe for the MindSpore cases in a file that never reads a checkpoint back: the fix adds "
+                   "`async_save=True` (or replaces a false value); the checkpoint written is the same, only the "
+                   "write happens in a background thread, which the interpreter waits for at exit. Not offered "
+                   "when the file also loads a checkpoint (`load_checkpoint`, `load_param_into_net`, a "
+                   "`load`/`restore`/`resume` helper) or passes the saved path to another call (`shutil.copy`, "
+                   "`os.remove`, `open`): `load_checkpoint` does not wait for the background writer (MindSpore "
+                   "asks to poll `async_ckpt_thread_status()` first), so the early-stopping \"save best, load "
+                   "best\" pattern could read a half-written file. No fix for `torch.save`: how often to save is "
+                   "the user's decision.",
         source="MindSpore performance tuning notes (async checkpoint saving, 2450 vs 2200 img/s); "
                "`mindspore.train.CheckpointConfig` and `mindspore.save_checkpoint` API docs.",
     )
@@ -50,7 +76,17 @@ class SyncCheckpointSave(Rule):
         "from mindspore.train.callback import CheckpointConfig\ncfg = CheckpointConfig(100, 0, 5, 0, True, False)",
         "import mindspore as ms\nfor epoch in range(10):\n    train_one_epoch()\n"
         "    ms.save_checkpoint(net, f'e{epoch}.ckpt')",
-        "from mindspore import save_checkpoint\nwhile True:\n    save_checkpoint(net, 'last.ckpt', async_save=None)",
+        "from mindspore import save_checkpoint\nwhile True:\n    loss, grads = grad_fn(x, y)\n    optimizer(grads)\n"
+        "    save_checkpoint(net, 'last.ckpt', async_save=None)",
+        # a loop that calls a local training function
+        "import mindspore as ms\ndef train(net, loader):\n    for x, y in loader:\n        net.train_one_step(x, y)\n"
+        "for epoch in range(10):\n    train(net, loader)\n    ms.save_checkpoint(net, f'e{epoch}.ckpt')",
+        # MindSpore Callback hooks run every step / epoch of Model.train
+        "import mindspore as ms\nfrom mindspore.train import Callback\nclass Saver(Callback):\n"
+        "    def on_train_step_end(self, run_context):\n        ms.save_checkpoint(self.net, 'last.ckpt')",
+        "import mindspore as ms\nfrom mindspore.train.callback import Callback\nclass Saver(Callback):\n"
+        "    def epoch_end(self, run_context):\n        if self.acc > self.best:\n"
+        "            ms.save_checkpoint(self.net, 'best.ckpt')",
         "import torch\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n    loss.backward()\n"
         "    optimizer.step()\n    torch.save(model.state_dict(), 'last.pt')",
     )
@@ -61,6 +97,14 @@ class SyncCheckpointSave(Rule):
         "from mindspore.train import CheckpointConfig\ncfg = CheckpointConfig(async_save=args.async_save)",
         "from mindspore.train import CheckpointConfig\ncfg = CheckpointConfig(**ckpt_kwargs)",
         "import mindspore as ms\nms.save_checkpoint(net, 'final.ckpt')",  # once, outside any loop
+        # a loop that does not train: converting files, evaluating
+        "import mindspore as ms\nfor name in names:\n    net = load(name)\n    ms.save_checkpoint(net, name + '.ckpt')",
+        "import mindspore as ms\nfor x, y in val_loader:\n    acc = net(x)\n    ms.save_checkpoint(net, 'e.ckpt')",
+        # a hook that is not a training-time hook of a MindSpore Callback
+        "import mindspore as ms\nfrom mindspore.train import Callback\nclass Saver(Callback):\n"
+        "    def end(self, run_context):\n        ms.save_checkpoint(self.net, 'final.ckpt')",
+        "import mindspore as ms\nclass Saver:\n    def on_train_step_end(self, ctx):\n"
+        "        ms.save_checkpoint(self.net, 'last.ckpt')",
         "import mindspore as ms\nfor epoch in range(10):\n    ms.save_checkpoint(net, 'e.ckpt', async_save=True)",
         "class CheckpointConfig:\n    pass\ncfg = CheckpointConfig()",  # not MindSpore's
         "import torch\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n    loss.backward()\n"
@@ -71,6 +115,12 @@ class SyncCheckpointSave(Rule):
         "import torch\ndef test_save(tmp_path):\n    model(x).sum().backward()\n    opt.step()\n"
         "    torch.save(opt.state_dict(), tmp_path)",  # one step, then one save: no loop
     )
+
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self._pending: List[Tuple[ast.Call, Optional[ast.expr], str, str]] = []
+        self._loads = False  # the file reads a checkpoint back somewhere (decides the fix)
+        self._names_passed: Counter = Counter()  # names / dotted names passed to calls (path reuse)
 
     def visit_Call(self, node: ast.Call) -> None:
         qual = self.ctx.call_name(node)
@@ -88,9 +138,28 @@ class SyncCheckpointSave(Rule):
         short = qual.rsplit(".", 1)[-1]
         if short in MS_SAVE_CONFIG:
             self._check_async(node, f"`{short}`", MS_SAVE_CONFIG[short], "saves checkpoints synchronously")
-        elif qual in MS_SAVE_FUNCTIONS and self.ctx.current_loop() is not None:
-            self._check_async(node, "`mindspore.save_checkpoint`", MS_SAVE_FUNCTIONS[qual],
-                              "in a loop blocks training while it writes")
+        elif qual in MS_SAVE_FUNCTIONS:
+            hook = self._callback_hook()
+            if hook is not None:
+                every = "step" if hook in STEP_HOOKS else "epoch"
+                problem = f"in `{hook}` (run every training {every}) blocks training while it writes"
+            elif self.ctx.in_training_loop():
+                problem = "in the training loop blocks training while it writes"
+            else:
+                return
+            self._check_async(node, "`mindspore.save_checkpoint`", MS_SAVE_FUNCTIONS[qual], problem)
+
+    def _callback_hook(self) -> Optional[str]:
+        """The name of the MindSpore `Callback` hook (`on_train_step_end`, `epoch_end`, ...) the call is in."""
+        scopes = self.ctx.scopes
+        for index in range(len(scopes) - 1, 0, -1):
+            scope, owner = scopes[index], scopes[index - 1]
+            if scope.kind == "function" and owner.kind == "class":
+                if scope.name in STEP_HOOKS | EPOCH_HOOKS and isinstance(owner.node, ast.ClassDef) and any(
+                        _callback_base(self.ctx.qualname(base)) for base in owner.node.bases):
+                    return scope.name
+                return None
+        return None
 
     def _check_async(self, call: ast.Call, op: str, position: int, problem: str) -> None:
         value = argument(call, "async_save", position)
@@ -99,11 +168,56 @@ class SyncCheckpointSave(Rule):
         current: object = constant(value, _MISSING) if value is not None else False
         if current is _MISSING or current:
             return  # a variable (trusted) or a truthy value
-        self.report(call, op=op, problem=problem, remedy="pass `async_save=True`", fix=self._fix(call, value))
+        self._pending.append((call, value, op, problem))  # reported at the end: the fix needs the whole file
 
-    def _fix(self, call: ast.Call, value: Optional[ast.expr]) -> Fix:
+    def end_file(self) -> None:
+        if self._pending:  # one look at the whole file, only where a fix is to be decided
+            for node in ast.walk(self.ctx.tree):
+                if isinstance(node, ast.Call):
+                    self._note_reads(node)
+        for call, value, op, problem in self._pending:
+            self.report(call, op=op, problem=problem, remedy="pass `async_save=True`", fix=self._fix(call, value))
+
+    # ------------------------------------------------------------------ fix
+    def _note_reads(self, node: ast.Call) -> None:
+        """What the fix must know about the whole file: checkpoint loads, and which names calls receive."""
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if LOAD_NAME_RE.fullmatch(called):
+            self._loads = True
+        for arg in list(node.args) + [kw.value for kw in node.keywords]:
+            name = _dotted(arg)
+            if name:
+                self._names_passed[name] += 1
+
+    def _reads_back(self, call: ast.Call) -> bool:
+        """Does the file load a checkpoint, or pass the path this call saves to to another call?"""
+        if self._loads:
+            return True
+        name = _dotted(argument(call, "ckpt_file_name", 1))
+        return bool(name) and self._names_passed[name] > 1
+
+    def _fix(self, call: ast.Call, value: Optional[ast.expr]) -> Optional[Fix]:
+        if self._reads_back(call):
+            return None  # the background write could be read half-done: see Fix safety
         if value is not None and value in call.args:  # positional: replace the value in place
             edit = Edit("replace", self.ctx.span(value), "True")
         else:
             edit = Edit("set_keyword", self.ctx.span(call), "True", "async_save")
         return Fix(Applicability.SAFE, "Pass `async_save=True`", (edit,))
+
+
+def _callback_base(qual: Optional[str]) -> bool:
+    """`mindspore.train.Callback`, `mindspore.train.callback.ModelCheckpoint`, ... (any spelling)."""
+    return bool(qual) and qual.startswith("mindspore.") and qual.rsplit(".", 1)[-1].endswith(
+        ("Callback", "ModelCheckpoint", "CallBack"))
+def _dotted(node: Optional[ast.AST]) -> str:
+    """`path` / `self.best_path` as a dotted string; '' for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return ".".join(reversed(parts))

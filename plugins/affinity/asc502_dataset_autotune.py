@@ -19,6 +19,7 @@ class DatasetAutotuneOff(Rule):
     preview = True
     triggers = ("dataset", AUTOTUNE)
     docs = Docs(
+        summary="MindSpore data-sink training without dataset AutoTune.",
         what="Flags `model.train(...)` / `model.fit(...)` with `dataset_sink_mode=True` in a MindSpore script "
              "that builds a `mindspore.dataset` pipeline (imports or calls `mindspore.dataset`) but never "
              "calls `mindspore.dataset.config.set_enable_autotune(True)`.",

@@ -23,6 +23,7 @@ class FusionRule(Rule):
     file already uses one of `fused_ops` (then the hand-written block is its explicit fallback)."""
 
     npu_context = True
+    frameworks: ClassVar[Tuple[str, ...]] = ("torch",)  # the fused ops are torch_npu's unless a rule says more
     fused_ops: ClassVar[FrozenSet[str]] = frozenset()  # names of the fused op(s)
     fused_markers: ClassVar[Tuple[str, ...]] = ()  # substrings that name a fused op family (flash_attn...)
 
@@ -47,9 +48,9 @@ class FusionRule(Rule):
             self._fused_seen = True
 
     def candidate(self, node: ast.AST, message: str) -> None:
-        """Queue a finding: torch code only (the fused ops are torch_npu's). (Test files, where a hand-written
+        """Queue a finding: code of the frameworks the fused ops belong to. (Test files, where a hand-written
         block is the reference the fused op is checked against, are not training code: never reported.)"""
-        if self.ctx.imports("torch"):
+        if any(self.ctx.imports(f) for f in self.frameworks):
             self._pending.append((node, message))
 
     def end_file(self) -> None:
@@ -288,11 +289,24 @@ def halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) ->
     return None
 
 
-def src(ctx: FileContext, node: ast.AST, limit: int = 40) -> str:
-    """Short source text of `node` for messages."""
+def src(ctx: FileContext, node: ast.AST, placeholder: str, limit: int = 40) -> str:
+    """Source text of `node` for messages, or `placeholder` when it is too long to quote whole (a
+    message never shows an expression cut in the middle)."""
     text = ast.get_source_segment(ctx.text, node) or ast.unparse(node)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= limit else placeholder
+
+
+def src_at(ctx: FileContext, node: ast.AST, at: ast.AST, placeholder: str) -> str:
+    """Like `src`, for a tensor named where the match starts but quoted in a message about `at`: a name
+    rebound in between (`x = x.chunk(2, -1)` makes `x` the tuple) is replaced by the value it held."""
+    if isinstance(node, ast.Name):
+        then, now = ctx.binding_before(node.id, node), ctx.binding_before(node.id, at)
+        if then is not now:
+            if then is not None and then.value is not None and then.index is None:
+                return src(ctx, then.value, placeholder)
+            return placeholder
+    return src(ctx, node, placeholder)
 
 
 # ------------------------------------------------------------------------------------ gated units

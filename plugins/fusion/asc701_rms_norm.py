@@ -6,7 +6,8 @@ from typing import Dict, Optional, Tuple
 
 from ascend_lint.rule import Docs
 
-from ._match import FusionRule, Lookup, ctx_lookup, is_last_dim, peel, qual_or_method, resolve, same, square_base, src
+from ._match import (CASTS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel, qual_or_method, resolve, same,
+                     square_base, src, src_at)
 from ascend_lint.semantic import argument, constant
 
 
@@ -17,6 +18,7 @@ class HandwrittenRmsNorm(FusionRule):
     fused_ops = frozenset({"npu_rms_norm", "npu_add_rms_norm"})
     triggers = ("rsqrt", "sqrt", "rstd", "rms", "norm", "npu_rms_norm", "npu_add_rms_norm")
     docs = Docs(
+        summary="A hand-written RMSNorm that `torch_npu.npu_rms_norm` computes in one kernel.",
         what="Flags a hand-written RMS normalisation: `rsqrt(mean(x²) + eps)` (or `1 / sqrt(...)`, "
              "`x / sqrt(...)`) where the mean runs over the last dim with `keepdim=True` and the square is "
              "`x.pow(2)`, `x * x`, `x ** 2`, `x.square()` or `torch.pow(x, 2)`, inline or through local names.",
@@ -63,6 +65,10 @@ class HandwrittenRmsNorm(FusionRule):
         _HEAD + "def f(x, eps):\n    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps)",
         _HEAD + "def f(x, eps):\n    return x * (1 / torch.sqrt(torch.mean(x ** 2, -1, keepdim=True) + eps))",
         _HEAD + "def f(x, eps):\n    return x * (x.square().mean(-1, keepdim=True) + eps).rsqrt()",
+        # the factor cast before it scales x
+        _HEAD + "def f(x, eps):\n    v = x.float().pow(2).mean(-1, keepdim=True)\n"
+        "    return x * torch.rsqrt(v + eps).half()",
+        _HEAD + "def f(x, eps):\n    return x * torch.rsqrt(x.float().square().mean(-1, keepdim=True) + eps).to(x.dtype)",
     )
     clean = (
         "import torch\ndef f(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",  # no NPU
@@ -95,8 +101,13 @@ class HandwrittenRmsNorm(FusionRule):
         if match is None:
             return
         stack = self.ctx.stack
-        parent = self.ctx.parent
-        grand = stack[-3] if len(stack) > 2 else None
+        depth = 1  # climb over casts of the factor: `rsqrt(...).half()`, `rsqrt(...).to(x.dtype)`
+        while (len(stack) > depth + 2 and isinstance(stack[-depth - 1], ast.Attribute)
+               and stack[-depth - 1].attr in CASTS and stack[-depth - 1].value is node
+               and isinstance(stack[-depth - 2], ast.Call) and stack[-depth - 2].func is stack[-depth - 1]):
+            node, depth = stack[-depth - 2], depth + 2
+        parent = stack[-depth - 1] if len(stack) > depth else None
+        grand = stack[-depth - 2] if len(stack) > depth + 1 else None
         if not inverse and _is_op(parent, ast.Div) and parent.right is node and constant(parent.left) == 1:
             node, parent, grand, inverse = parent, grand, None, True  # 1 / sqrt(v) is rsqrt(v)
         if isinstance(parent, (ast.Assign, ast.AnnAssign)) and inverse:
@@ -129,7 +140,8 @@ class HandwrittenRmsNorm(FusionRule):
         look = ctx_lookup(self.ctx)
         if not _same_tensor(look, other, base):
             return False  # e.g. `F.linear(x, w) * rsqrt(...)`: the factor scales something else
-        call = (f"use `torch_npu.npu_rms_norm({src(self.ctx, base)}, weight, epsilon={src(self.ctx, eps)})[0]` "
+        call = (f"use `torch_npu.npu_rms_norm({src_at(self.ctx, base, parent, 'x')}, weight, "
+                f"epsilon={src(self.ctx, eps, 'eps')})[0]` "
                 "(it returns (y, rstd))")
         self.candidate(parent, self.message.format(call=call))
         return True

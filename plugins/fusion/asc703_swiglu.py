@@ -5,7 +5,7 @@ import ast
 
 from ascend_lint.rule import Docs
 
-from ._match import FusionRule, gated, src
+from ._match import FusionRule, gated, src, src_at
 
 
 class HandwrittenSwiglu(FusionRule):
@@ -15,6 +15,7 @@ class HandwrittenSwiglu(FusionRule):
     fused_ops = frozenset({"npu_swiglu"})
     triggers = ("silu", "SiLU", "act", "swish", "npu_swiglu")
     docs = Docs(
+        summary="A hand-written SwiGLU that a `torch_npu` fused operator computes in one kernel.",
         what="Flags `silu(a) * b` (either order) where `a` and `b` are the two halves of one tensor along the "
              "last dim (`a, b = x.chunk(2, dim=-1)`, `c = torch.chunk(x, 2, -1); c[0], c[1]`, or "
              "`x[..., :h]` / `x[..., h:]`) or two projections of the same input (`self.w1(x)`, `self.w3(x)`). "
@@ -78,11 +79,11 @@ class HandwrittenSwiglu(FusionRule):
         if gate is None:
             return
         if gate.source is not None:
-            call = f"use `torch_npu.npu_swiglu({src(self.ctx, gate.source)}, dim=-1)`"
+            call = f"use `torch_npu.npu_swiglu({src_at(self.ctx, gate.source, node, 'gate_up')}, dim=-1)`"
             if not gate.act_first:
                 call += " after swapping the halves (the fused op applies SiLU to the first half)"
         else:
-            g, u = (src(self.ctx, p) for p in gate.projections)
+            g, u = src(self.ctx, gate.projections[0], "gate_proj"), src(self.ctx, gate.projections[1], "up_proj")
             call = (f"merge `{g}` and `{u}` into one projection (gate half first) and use "
                     "`torch_npu.npu_swiglu(gate_up, dim=-1)`")
         self.candidate(node, self.message.format(call=call))

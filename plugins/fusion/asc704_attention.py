@@ -7,11 +7,23 @@ from typing import Optional, Tuple
 from ascend_lint.rule import Docs
 from ascend_lint.semantic import argument, constant
 
-from ._match import MAX_STEPS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel, src
+from ._match import MAX_STEPS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel, resolve, src
 
 MATMULS = ("torch.matmul", "torch.bmm")
 SOFTMAX_FUNCS = ("torch.softmax", "torch.nn.functional.softmax")
 TRANSPOSES = ("transpose", "swapaxes", "permute", "t")
+# MindSpore: MatMul primitives (called through an instance), functions, softmax/dropout and the elementwise
+# primitives a score passes through on its way to the softmax (scale, mask, cast).
+MS_MATMUL_CLASSES = ("mindspore.ops.BatchMatMul", "mindspore.ops.MatMul")
+MS_MATMUL_FUNCS = ("mindspore.ops.matmul", "mindspore.ops.bmm", "mindspore.ops.batch_matmul")
+MS_SOFTMAX_FUNCS = ("mindspore.ops.softmax",)
+MS_SOFTMAX_CLASSES = ("mindspore.nn.Softmax", "mindspore.ops.Softmax")
+MS_TRANSPOSES = ("mindspore.ops.transpose", "mindspore.ops.Transpose", "mindspore.ops.permute")
+MS_PASS_THROUGH = frozenset(f"mindspore.ops.{name}" for name in (
+    "Mul", "RealDiv", "Div", "Add", "Sub", "Cast", "MaskedFill", "mul", "div", "add", "sub", "cast", "masked_fill"))
+MS_MESSAGE = ("hand-written attention runs as separate BatchMatMul/Softmax/BatchMatMul kernels on Ascend: use "
+              "`ops.flash_attention_score({q}, {k}, {v}, head_num, attn_mask=mask, scalar_value=scale, "
+              "input_layout='BNSD')` (Atlas A2; fp16/bf16 inputs; a bool mask where True drops a position)")
 
 
 class HandwrittenAttention(FusionRule):
@@ -26,15 +38,20 @@ class HandwrittenAttention(FusionRule):
         "npu_fused_infer_attention_score",
         "ALL_ATTENTION_FUNCTIONS",  # transformers' attention-interface dispatch (sdpa / flash / npu kernels)
     })
-    fused_markers = ("flash_attn", "flash_attention", "fusion_attention")  # npu_fusion_attention(_v2), ...
-    triggers = ("@", "matmul", "bmm", "scaled_dot_product_attention", "flash_attn", "flash_attention",
+    frameworks = ("torch", "mindspore")
+    # npu_fusion_attention(_v2), MindSpore ops.flash_attention_score / FlashAttentionScore, ...
+    fused_markers = ("flash_attn", "flash_attention", "fusion_attention", "FlashAttention")
+    triggers = ("@", "matmul", "bmm", "attn", "scaled_dot_product_attention", "flash_attn", "flash_attention",
                 "fusion_attention", "npu_fused_infer_attention_score", "ALL_ATTENTION_FUNCTIONS")
     docs = Docs(
+        summary="Hand-written scaled dot-product attention that a fused attention operator computes in one kernel.",
         what="Flags scaled dot-product attention written out in one function: `softmax(S, dim=-1) @ v` (or "
              "`torch.matmul`/`torch.bmm`), where the score S is `q @ k.transpose(-2, -1)` (also "
              "`k.transpose(-1, -2)`, `k.transpose(2, 3)`, `k.mT`, `k.permute(0, 1, 3, 2)`, `torch.baddbmm`), "
              "optionally scaled (`* scale`, `/ math.sqrt(d)`), masked (`+ mask`, `.masked_fill(...)`), cast, "
-             "and followed by dropout, inline or through local names.",
+             "and followed by dropout, inline or through local names. In MindSpore the same chain written with "
+             "`ops.BatchMatMul(transpose_b=True)` / `ops.matmul` (an instance held in the Cell or a local, or the "
+             "function), `ops.softmax` / `nn.Softmax` and the `Mul`/`RealDiv`/`Add`/`Cast` primitives.",
         why="Written out, attention materialises the S x S score and probability matrices and launches several "
             "kernels per layer (matmul, mul, add/masked_fill, softmax, dropout, matmul); the fused kernel "
             "keeps them on chip. Ascend's profiler advisor recommends `torch_npu.npu_fusion_attention` for this "
@@ -46,7 +63,12 @@ class HandwrittenAttention(FusionRule):
             "padding_mask=None, atten_mask=None, scale=1., keep_prob=1., pre_tockens=2147483647, "
             "next_tockens=2147483647, ...)` takes layouts BSH/SBH/BSND/BNSD/TND, a bool/uint8 mask where 1 "
             "means masked out, and returns a tuple whose element 0 is the output (documented for Atlas A2 "
-            "training; not for Atlas training series).",
+            "training; not for Atlas training series). MindSpore's fused kernel is "
+            "`mindspore.ops.flash_attention_score(query, key, value, head_num, real_shift=None, drop_mask=None, "
+            "padding_mask=None, attn_mask=None, ..., keep_prob=1.0, scalar_value=1.0, ..., input_layout='BSH', "
+            "sparse_mode=0)` (MindSpore source, mindspore.ops.function): experimental, Atlas A2 training only, "
+            "fp16/bf16 inputs, D a multiple of 16 up to 512, a bool/uint8 `attn_mask` where 1 drops a position; it "
+            "returns the output tensor.",
         known_problems="Softmax over scores that are not `q @ k^T` (a router's logits, a linear layer's "
                        "output), or over a dim other than the last, is not flagged. Files that already call "
                        "`F.scaled_dot_product_attention`, `npu_fusion_attention`, a flash-attention function "
@@ -90,6 +112,17 @@ class HandwrittenAttention(FusionRule):
         "        attn = self.attn_dropout(attn)\n        return torch.matmul(attn, v)",
         _IMPORTS + "def f(q, k, v):\n    w = torch.bmm(q, k.transpose(1, 2))\n"
         "    w = F.softmax(w.float(), dim=-1).type_as(w)\n    return torch.bmm(w, v)",
+        # MindSpore: BatchMatMul primitives held in the Cell, a local instance, ops functions
+        "from mindspore import nn, ops\nclass Attention(nn.Cell):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.q_matmul_k = ops.BatchMatMul(transpose_b=True)\n        self.attn_matmul_v = ops.BatchMatMul()\n"
+        "        self.softmax = nn.Softmax(axis=-1)\n        self.mul = ops.Mul()\n"
+        "    def construct(self, q, k, v):\n        attn = self.mul(self.q_matmul_k(q, k), self.scale)\n"
+        "        attn = self.attn_drop(self.softmax(attn))\n        return self.attn_matmul_v(attn, v)",
+        "from mindspore import nn, ops\nclass Attention(nn.Cell):\n    def construct(self, q, k, v):\n"
+        "        bmm = ops.BatchMatMul(transpose_b=True)\n        attn = bmm(q, k) * self.scale\n"
+        "        softmax = nn.Softmax()\n        attn = softmax(attn)\n        return ops.BatchMatMul()(attn, v)",
+        "import mindspore as ms\nfrom mindspore import ops\ndef attention(q, k, v):\n"
+        "    s = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) / 8.0\n    return ops.matmul(ops.softmax(s, axis=-1), v)",
     )
     clean = (
         "import torch\ndef f(q, k, v):\n    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v",
@@ -101,6 +134,13 @@ class HandwrittenAttention(FusionRule):
         _IMPORTS + "def f(q, k, v):\n    return torch.softmax(q @ k.transpose(-2, -1), dim=1) @ v",
         # scores from an untransposed product
         _IMPORTS + "def f(a, b, v):\n    return torch.softmax(a @ b, dim=-1) @ v",
+        # MindSpore: a file with the fused op; a softmax over a non-last axis; an untransposed product
+        "from mindspore import nn, ops\nclass A(nn.Cell):\n    def construct(self, q, k, v):\n"
+        "        if self.use_fa:\n            return ops.flash_attention_score(q, k, v, 8)\n"
+        "        s = ops.BatchMatMul(transpose_b=True)(q, k)\n        return ops.BatchMatMul()(ops.softmax(s, -1), v)",
+        "from mindspore import ops\ndef f(q, k, v):\n"
+        "    return ops.matmul(ops.softmax(ops.BatchMatMul(transpose_b=True)(q, k), axis=1), v)",
+        "from mindspore import ops\ndef f(a, b, v):\n    return ops.matmul(ops.softmax(ops.matmul(a, b)), v)",
     )
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -115,8 +155,12 @@ class HandwrittenAttention(FusionRule):
         elif (isinstance(func, ast.Attribute) and func.attr in ("matmul", "bmm") and qual is None
               and len(node.args) == 1):
             self._check(node, func.value, node.args[0])
+        else:
+            found = self._ms_matmul(ctx_lookup(self.ctx), node)
+            if found is not None and not found[2]:
+                self._check(node, found[0], found[1], mindspore=True)
 
-    def _check(self, node: ast.AST, probs: ast.expr, value: ast.expr) -> None:
+    def _check(self, node: ast.AST, probs: ast.expr, value: ast.expr, mindspore: bool = False) -> None:
         look = ctx_lookup(self.ctx)
         scores = self._softmax_input(look, probs)
         if scores is None:
@@ -125,8 +169,24 @@ class HandwrittenAttention(FusionRule):
         if qk is None:
             return
         q, k = qk
-        self.candidate(node, self.message.format(q=src(self.ctx, q, 20), k=src(self.ctx, k, 20),
-                                                 v=src(self.ctx, value, 20)))
+        mindspore = mindspore or (self.ctx.imports("mindspore") and not self.ctx.imports("torch"))
+        template = MS_MESSAGE if mindspore else self.message
+        self.candidate(node, template.format(q=src(self.ctx, q, "q", 20), k=src(self.ctx, k, "k", 20),
+                                             v=src(self.ctx, value, "v", 20)))
+
+    def _ms_matmul(self, look: Lookup, call: ast.Call) -> Optional[Tuple[ast.expr, ast.expr, bool]]:
+        """(a, b, b transposed) for MindSpore `ops.matmul(a, b)`, `ops.BatchMatMul(transpose_b=True)(a, b)` and
+        an instance of the primitive held in a local name or a `self` attribute."""
+        if len(call.args) != 2:
+            return None
+        if self.ctx.qualname(call.func) in MS_MATMUL_FUNCS:
+            return call.args[0], call.args[1], False
+        ctor = self._module(call.func, look)
+        if isinstance(ctor, ast.Call) and self.ctx.qualname(ctor.func) in MS_MATMUL_CLASSES:
+            if constant(argument(ctor, "transpose_a", 0), False):
+                return None
+            return call.args[0], call.args[1], constant(argument(ctor, "transpose_b", 1), False) is True
+        return None
 
     def _softmax_input(self, look: Lookup, node: ast.expr) -> Optional[ast.expr]:
         """S for `softmax(S, dim=-1)` in its spellings, looking through dropout and casts."""
@@ -138,18 +198,24 @@ class HandwrittenAttention(FusionRule):
             qual = self.ctx.qualname(func)
             if qual in SOFTMAX_FUNCS and node.args:
                 return node.args[0] if is_last_dim(argument(node, "dim", 1)) else None
+            if qual in MS_SOFTMAX_FUNCS and node.args:
+                axis = argument(node, "axis", 1) or argument(node, "dim")
+                return node.args[0] if axis is None or is_last_dim(axis) else None
             if (isinstance(func, ast.Attribute) and func.attr == "softmax" and qual is None
                     and not (isinstance(func.value, ast.Name) and func.value.id == "self")):
                 return func.value if is_last_dim(argument(node, "dim", 0)) else None
             if qual in ("torch.nn.functional.dropout", "torch.dropout") and node.args:
                 node = node.args[0]
                 continue
-            module = self._module(func)
+            module = self._module(func, look)
             if module is not None and len(node.args) == 1:
                 kind = self.ctx.qualname(module.func) if isinstance(module, ast.Call) else None
                 if kind == "torch.nn.Softmax":
                     return node.args[0] if is_last_dim(argument(module, "dim", 0)) else None
-                if kind == "torch.nn.Dropout":
+                if kind in MS_SOFTMAX_CLASSES:  # axis defaults to -1
+                    axis = argument(module, "axis", 0)
+                    return node.args[0] if axis is None or is_last_dim(axis) else None
+                if kind == "torch.nn.Dropout" or (kind or "").startswith("mindspore.") and kind.endswith("Dropout"):
                     node = node.args[0]
                     continue
             if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
@@ -159,9 +225,13 @@ class HandwrittenAttention(FusionRule):
             return None
         return None
 
-    def _module(self, func: ast.expr) -> Optional[ast.expr]:
+    def _module(self, func: ast.expr, look: Optional[Lookup] = None) -> Optional[ast.expr]:
+        """What a called object was built as: `nn.Softmax()` itself, a local bound to it, a `self` attribute."""
         if isinstance(func, ast.Call):
             return func
+        if isinstance(func, ast.Name) and look is not None:
+            value = resolve(look, func)
+            return value if isinstance(value, ast.Call) else None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             cls = self.ctx.class_scope
             return cls.attributes.get(func.attr) if cls is not None else None
@@ -189,6 +259,15 @@ class HandwrittenAttention(FusionRule):
                 return self._qk(look, node.args[0], node.args[1])
             if qual == "torch.baddbmm" and len(node.args) >= 3:
                 return self._qk(look, node.args[1], node.args[2])
+            ms_matmul = self._ms_matmul(look, node)
+            if ms_matmul is not None:
+                a, b, transposed = ms_matmul
+                return (a, b) if transposed else self._qk(look, a, b)
+            ctor = self._module(func, look)
+            kind = qual or (self.ctx.qualname(ctor.func) if isinstance(ctor, ast.Call) else None)
+            if kind in MS_PASS_THROUGH and node.args:
+                node = node.args[0]  # self.mul(scores, scale), ops.cast(scores, mstype.float32), ...
+                continue
             if isinstance(func, ast.Attribute) and qual is None:
                 if func.attr in ("matmul", "bmm") and len(node.args) == 1:
                     return self._qk(look, func.value, node.args[0])
@@ -211,21 +290,30 @@ class HandwrittenAttention(FusionRule):
             return None
         func = node.func
         qual = self.ctx.qualname(func)
+        ctor = self._module(func)
+        kind = qual or (self.ctx.qualname(ctor.func) if isinstance(ctor, ast.Call) else None)
+        if kind in MS_TRANSPOSES and len(node.args) == 2:  # ops.transpose(k, (0, 1, 3, 2)), self.transpose(k, perm)
+            return node.args[0] if _swaps_last_two(node.args[1]) else None
         if qual == "torch.transpose" and len(node.args) == 3:
             base, dims = node.args[0], node.args[1:]
         elif isinstance(func, ast.Attribute) and qual is None and func.attr in TRANSPOSES:
             base, dims = func.value, node.args
             if func.attr == "t" and not dims:
                 return base
-            if func.attr == "permute":
+            if func.attr == "permute" or (func.attr == "transpose" and len(dims) >= 3):  # MindSpore's transpose
                 packed = len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List))
-                perm = [constant(d) for d in (dims[0].elts if packed else dims)]
-                if len(perm) >= 3 and all(isinstance(p, int) for p in perm) and perm[-2] == len(perm) - 1:
-                    return base
-                return None
+                return base if _swaps_last_two(ast.Tuple(elts=list(dims[0].elts if packed else dims))) else None
         else:
             return None
         pair = tuple(constant(d) for d in dims)
         if len(pair) == 2 and set(pair) in ({-2, -1}, {2, 3}, {1, 2}):
             return base
         return None
+
+
+def _swaps_last_two(perm: ast.expr) -> bool:
+    """A literal permutation that puts the last axis second to last: (0, 1, 3, 2), (0, 2, 3, 1)."""
+    if not isinstance(perm, (ast.Tuple, ast.List)):
+        return False
+    values = [constant(e) for e in perm.elts]
+    return len(values) >= 3 and all(isinstance(v, int) for v in values) and values[-2] == len(values) - 1

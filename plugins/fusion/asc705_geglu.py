@@ -5,7 +5,7 @@ import ast
 
 from ascend_lint.rule import Docs
 
-from ._match import FusionRule, gated, src
+from ._match import FusionRule, gated, src_at
 
 
 class HandwrittenGeglu(FusionRule):
@@ -15,6 +15,7 @@ class HandwrittenGeglu(FusionRule):
     fused_ops = frozenset({"npu_geglu"})
     triggers = ("gelu", "GELU", "act", "npu_geglu")
     docs = Docs(
+        summary="A hand-written GEGLU that `torch_npu.npu_geglu` computes in one kernel.",
         what="Flags `gelu(a) * b` (either order) where `a` and `b` are the two halves of one projection along "
              "the last dim (`a, b = proj(x).chunk(2, dim=-1)`, `c[0]`/`c[1]` of such a chunk, or "
              "`x[..., :h]` / `x[..., h:]`). GELU may be `F.gelu` (with or without `approximate='tanh'`), "
@@ -68,6 +69,6 @@ class HandwrittenGeglu(FusionRule):
         if gate is None or gate.source is None:
             return
         left = ", activate_left=True" if gate.act_first else ""
-        call = (f"torch_npu.npu_geglu({src(self.ctx, gate.source)}, dim=-1, approximate={1 if gate.tanh else 0}"
+        call = (f"torch_npu.npu_geglu({src_at(self.ctx, gate.source, node, 'gate_up')}, dim=-1, approximate={1 if gate.tanh else 0}"
                 f"{left})[0]")
         self.candidate(node, self.message.format(call=call))

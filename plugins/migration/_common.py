@@ -34,10 +34,35 @@ def source(ctx: FileContext, node: ast.AST) -> Optional[str]:
     return ast.get_source_segment(ctx.text, node)
 
 
-def npu_fix(ctx: FileContext, description: str, *edits: Edit) -> Fix:
-    """A fix whose result needs torch_npu: safe where the file imports it, else unsafe and it adds the import."""
-    if ctx.imports("torch_npu"):
-        return Fix(Applicability.SAFE, description, tuple(edits))
+# Fix safety shared by the migration rules whose fixed code needs torch_npu loaded.
+NPU_FIX_SAFETY = (
+    "Safe where the file itself imports `torch_npu` unconditionally: such a file runs only where torch_npu "
+    "is installed, so the NPU spelling is the only one that can run. Unsafe where the file does not import "
+    "it: the fix also adds `import torch_npu  # noqa: F401` next to the file's `torch` import (the `noqa` "
+    "keeps flake8/ruff from deleting an import used only for its effect), which ties the file to Ascend. "
+    "Not offered where the file imports torch_npu only behind a guard (`try:`/`if`, or inside a function): "
+    "that file also runs without torch_npu, and the rewritten line would fail there. Not offered in files "
+    "that do not use torch (MindSpore-only code gets no torch_npu advice)."
+)
+
+
+def uses_torch(ctx: FileContext) -> bool:
+    """Is this torch code? MindSpore-only files (they import a MindSpore framework and no torch) are not:
+    torch_npu advice (`.npu()`, `import torch_npu`) does not apply to them."""
+    if ctx.imports("torch") or ctx.imports("torch_npu"):
+        return True
+    return not any(ctx.imports(m) for m in ("mindspore", "mindformers", "mindnlp", "mindcv"))
+
+
+def npu_fix(ctx: FileContext, description: str, *edits: Edit, changes_results: bool = False) -> Optional[Fix]:
+    """A fix whose result needs torch_npu loaded; see NPU_FIX_SAFETY. `changes_results`: the fixed code
+    computes something else on the NPU than the original did there (always unsafe)."""
+    status = ctx.import_status("torch_npu")
+    if status == "guarded" or not uses_torch(ctx):
+        return None
+    if status:
+        applicability = Applicability.UNSAFE if changes_results else Applicability.SAFE
+        return Fix(applicability, description, tuple(edits), imports=("torch_npu",))
     return Fix(Applicability.UNSAFE, description + " (adds `import torch_npu`)", tuple(edits), imports=("torch_npu",))
 
 
@@ -283,6 +308,8 @@ def in_backend_switch(ctx: FileContext, cache: Dict) -> bool:
     if _module_probe(ctx) or _in_feature_code(ctx, cache):
         return True
     stack = ctx.stack
+    if in_backend_table(stack):
+        return True
     for i, node in enumerate(stack[:-1]):
         child = stack[i + 1]
         if isinstance(node, ast.IfExp) and child is not node.test:
@@ -308,6 +335,23 @@ def _bound_names_any(node: ast.Try, names: set) -> bool:
             bound = {(a.asname or a.name).split(".")[0] for a in stmt.names}
             if bound & names:
                 return True
+    return False
+
+
+def in_backend_table(stack: List[ast.AST]) -> bool:
+    """Is the node an entry of a per-backend dispatch table: a dict value whose key names a backend
+    (`{'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}`, `{'gpu': 'cuda:0', ...}`)?"""
+    for i, node in enumerate(stack[:-1]):
+        if not isinstance(node, ast.Dict):
+            continue
+        child = stack[i + 1]
+        keys = [k for k, v in zip(node.keys, node.values) if v is child]
+        if not keys:
+            continue
+        words, is_string = _words(keys[0]) if keys[0] is not None else (frozenset(), False)
+        named = {w for k in node.keys if k is not None for w in _words(k)[0] if _words(k)[1]}
+        if is_string and (words & (OTHER_STRING_WORDS | {"cuda", "cpu"}) or named & NPU_WORDS):
+            return True
     return False
 
 

@@ -6,8 +6,8 @@ from typing import Dict
 from ascend_lint.rule import Applicability, Docs, Edit, Rule
 from ascend_lint.semantic import argument, constant
 
-from ._common import (NOT_LEFTOVERS, cuda_device_string, dispatches_elsewhere, gpu_fallback, in_backend_switch,
-                      names_npu, npu_fix, npu_polarity, replace_in_literal, source)
+from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, dispatches_elsewhere, gpu_fallback,
+                      in_backend_switch, names_npu, npu_fix, npu_polarity, replace_in_literal, source, uses_torch)
 
 # Keyword arguments that take a device.
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type"})
@@ -26,6 +26,7 @@ class CudaDevice(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
     docs = Docs(
+        summary="CUDA device placement left over after a GPU-to-NPU port.",
         what="Flags CUDA device placement left over after a GPU to NPU port: `.cuda(...)` calls, "
              "`torch.device('cuda...')`, `'cuda'`/`'cuda:N'` strings passed as a device (`device=`, "
              "`map_location=`, `device_type=`, `.to('cuda')`, `torch.autocast('cuda')`) or assigned to a "
@@ -36,7 +37,8 @@ class CudaDevice(Rule):
             "`.cuda()` with `.npu()` (Ascend PyTorch migration guide, manual migration).",
         known_problems=NOT_LEFTOVERS + (" A file that defines its own `cuda` function or method (a torch emulation, "
                                         "a wrapper delegating to `model.cuda()`) is taken to call that and not "
-                                        "flagged."),
+                                        "flagged; so is a MindSpore-only file (it imports MindSpore and no "
+                                        "torch), where the torch_npu advice would not apply."),
         example="""
             import torch_npu
 
@@ -51,10 +53,8 @@ class CudaDevice(Rule):
             x = x.to("npu:0")
             device = torch.device("npu:{}".format(rank))
         """,
-        fix_safety="Safe where the file imports `torch_npu` (`.cuda(` becomes `.npu(`, `'cuda'` becomes "
-                   "`'npu'` inside the device string; `Tensor.npu` and `Module.npu` take the same arguments). "
-                   "Unsafe otherwise: the fix also adds `import torch_npu`, which a file shared with GPU "
-                   "runs may not want.",
+        fix_safety="`.cuda(` becomes `.npu(` and `'cuda'` becomes `'npu'` inside the device string "
+                   "(`Tensor.npu` and `Module.npu` take the same arguments). " + NPU_FIX_SAFETY,
         source="Ascend Extension for PyTorch migration guide (manual migration: device, `.cuda()`), "
                "torch_npu/contrib/transfer_to_npu.py (what automatic migration rewrites).",
     )
@@ -87,6 +87,10 @@ class CudaDevice(Rule):
         "import torch_npu\nimport torch\nstream = torch.cuda.Stream()",
         "import torch_npu\nclass Tensor:\n    def cuda(self):\n        return self.npu()\n    def pin(self):\n"
         "        return self.cuda()",
+        # MindSpore-only code: no torch_npu advice
+        "import mindspore as ms\ndevice = 'cuda:0'\nnet = net.cuda()",
+        # a per-backend table
+        "import torch, torch_npu\nDEVICES = {'cuda': 'cuda:0', 'npu': 'npu:0'}",
     )
 
     def __init__(self, ctx, options=None) -> None:
@@ -138,7 +142,7 @@ class CudaDevice(Rule):
             self._report_string(value, f"`{value.value!r}`")
 
     def _report_dot_cuda(self, node: ast.Call, func: ast.Attribute) -> None:
-        if in_backend_switch(self.ctx, self._switches):
+        if in_backend_switch(self.ctx, self._switches) or not uses_torch(self.ctx):
             return
         fix = None
         text = source(self.ctx, func)
@@ -149,7 +153,7 @@ class CudaDevice(Rule):
 
     def _report_string(self, node: ast.AST, what: str) -> None:
         """Report a CUDA device literal (a string, a format string or an f-string) at `node`."""
-        if in_backend_switch(self.ctx, self._switches):
+        if in_backend_switch(self.ctx, self._switches) or not uses_torch(self.ctx):
             return
         fix = None
         edit = replace_in_literal(self.ctx, node, "cuda", "npu")

@@ -4,10 +4,10 @@ from __future__ import annotations
 import ast
 from typing import Dict
 
-from ascend_lint.rule import Applicability, Docs, Fix, Rule
+from ascend_lint.rule import Applicability, Docs, Rule
 from ascend_lint.semantic import argument
 
-from ._common import NOT_LEFTOVERS, in_backend_switch, replace_in_literal
+from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, replace_in_literal
 
 # torch.distributed calls with a `backend` argument: name -> position of `backend`.
 BACKEND_CALLS = {"init_process_group": 0, "new_group": 2}
@@ -22,6 +22,7 @@ class NcclBackend(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("nccl", "init_process_group", "new_group")
     docs = Docs(
+        summary="The `nccl` distributed backend in NPU code, where `hccl` is the backend.",
         what="Flags `torch.distributed.init_process_group` and `new_group` called with the `'nccl'` backend "
              "(keyword or positional, or through a local name bound to `'nccl'`) in NPU code.",
         why="NCCL is NVIDIA's collective library; on Ascend the collective backend is HCCL, registered by "
@@ -41,8 +42,9 @@ class NcclBackend(Rule):
 
             dist.init_process_group(backend="hccl", rank=rank, world_size=world_size)
         """,
-        fix_safety="Safe: the string literal `'nccl'` is replaced by `'hccl'` (quote style kept). A backend "
-                   "read from a variable is reported without a fix.",
+        fix_safety="The string literal `'nccl'` is replaced by `'hccl'` (quote style kept); `'hccl'` is "
+                   "registered by torch_npu. A backend read from a variable is reported without a fix. "
+                   + NPU_FIX_SAFETY,
         source="Ascend PyTorch migration guide (manual migration: `backend='nccl'` -> `'hccl'`); "
                "torch_npu/contrib/transfer_to_npu.py (automatic migration patches init_process_group).",
     )
@@ -73,6 +75,8 @@ class NcclBackend(Rule):
         func = node.func
         qual = self.ctx.qualname(func)
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if qual is not None:  # `init_process_group as ipg`: the imported name, not the alias
+            name = qual.rsplit(".", 1)[-1]
         if name not in BACKEND_CALLS:
             return
         if qual is not None and not qual.startswith("torch.distributed."):
@@ -96,5 +100,5 @@ class NcclBackend(Rule):
         if literal is value:
             edit = replace_in_literal(self.ctx, value, "nccl", "hccl")
             if edit is not None:
-                fix = Fix(Applicability.SAFE, "Replace 'nccl' with 'hccl'", (edit,))
+                fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'", edit)
         self.report(value, call=name, fix=fix)

@@ -5,7 +5,7 @@ import ast
 from typing import Dict
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 
-from ._common import NOT_LEFTOVERS, in_backend_switch, npu_fix, torch_spelling
+from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, torch_spelling
 from .twins import Twin, lookup
 
 PREFIX = "torch.cuda."
@@ -20,6 +20,7 @@ class TorchCudaApi(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
     docs = Docs(
+        summary="A `torch.cuda` API in NPU code, with its `torch_npu` twin where there is one.",
         what="Flags `torch.cuda.<api>` calls and attributes (and names imported from `torch.cuda`) in NPU code, "
              "using one table of torch_npu twins (plugins/migration/twins.py): `set_device`, `device_count`, "
              "`is_available`, `current_device`, `synchronize`, `manual_seed(_all)`, `empty_cache`, the memory "
@@ -49,12 +50,18 @@ class TorchCudaApi(Rule):
             with torch.npu.amp.autocast():
                 loss = model(x)
         """,
-        fix_safety="Safe for the 1:1 twins where the file imports `torch_npu`: `torch.cuda` becomes `torch.npu` "
-                   "with the file's own name for `torch` (`th.cuda.X` -> `th.npu.X`), and "
-                   "`from torch.cuda.amp import autocast` becomes `from torch_npu.npu.amp import autocast`. "
-                   "Unsafe where the file does not import torch_npu (the attribute fix then adds the import). "
-                   "No fix for twins that differ, for APIs without a twin, or where the spelling cannot be kept "
-                   "simply (`from torch import cuda; cuda.synchronize()`).",
+        fix_safety="For the 1:1 twins: `torch.cuda` becomes `torch.npu` with the file's own name for `torch` "
+                   "(`th.cuda.X` -> `th.npu.X`), and `from torch.cuda.amp import autocast` becomes "
+                   "`from torch_npu.npu.amp import autocast` (that import loads torch_npu itself, so it adds "
+                   "none). No fix for twins that differ, for APIs without a twin, or where the spelling cannot "
+                   "be kept simply (`from torch import cuda; cuda.synchronize()`). Entries of a per-backend "
+                   "table (`{'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}`) are "
+                   "deliberate and not reported. The rename is safe only for APIs that fail on an Ascend host "
+                   "(`synchronize`, `set_device`, `current_device`, `Stream`, `Event`, ...): the original stopped "
+                   "there. It is unsafe for the APIs that answer quietly without CUDA (`is_available()` is "
+                   "False, `device_count()` 0, `manual_seed` and `empty_cache` do nothing, `amp.autocast` and "
+                   "`GradScaler` disable themselves with a warning): there the original ran another path (on "
+                   "the CPU, in fp32, unseeded), and the NPU one computes different numbers. " + NPU_FIX_SAFETY,
         source="torch_npu/npu/__init__.py `__all__` and torch_npu/npu/amp (Ascend/pytorch); Ascend Extension for "
                "PyTorch API list, torch.cuda and torch.cuda.amp support tables.",
     )
@@ -79,6 +86,9 @@ class TorchCudaApi(Rule):
         "import torch\nimport torch_npu\nn = torch.npu.device_count() if use_npu else torch.cuda.device_count()",
         "import torch\nimport torch_npu\nmodule = torch.cuda",
         "import torch\nimport torch_npu\ntry:\n    pass\nexcept torch.cuda.OutOfMemoryError:\n    pass",
+        # a per-backend dispatch table is deliberate multi-backend code
+        "import torch\nimport torch_npu\nAVAILABLE = {'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}",
+        "import torch\nimport torch_npu\nSYNC = {'gpu': torch.cuda.synchronize, 'npu': torch.npu.synchronize}",
     )
 
     def __init__(self, ctx, options=None) -> None:
@@ -102,12 +112,15 @@ class TorchCudaApi(Rule):
         if not found or in_backend_switch(self.ctx, self._switches):
             return
         fix = None
+        quiet = any(not t.fails_without_cuda for _, t in found)
         if len(found) == len(node.names) and all(t.exact for _, t in found) and node.lineno == node.end_lineno:
             names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
             text = f"from torch_npu.npu{module[len('torch.cuda'):]} import {names}"
-            applicability = Applicability.SAFE if self.ctx.imports("torch_npu") else Applicability.UNSAFE
-            fix = Fix(applicability, f"Import from `torch_npu.npu{module[len('torch.cuda'):]}`",
-                      (Edit("replace", self.ctx.span(node), text),))
+            status = self.ctx.import_status("torch_npu")
+            if status != "guarded":  # a guarded torch_npu: this import must keep working without it
+                applicability = Applicability.SAFE if status and not quiet else Applicability.UNSAFE
+                fix = Fix(applicability, f"Import from `torch_npu.npu{module[len('torch.cuda'):]}`",
+                          (Edit("replace", self.ctx.span(node), text),))
         for index, (alias, twin) in enumerate(found):
             full = f"{module}.{alias.name}"
             self.report(alias if hasattr(alias, "lineno") else node, message=self._message(full, twin),
@@ -127,7 +140,8 @@ class TorchCudaApi(Rule):
             if spelled is not None:
                 inner, base = spelled
                 fix = npu_fix(self.ctx, f"Replace `{qual}` with `{twin.npu}`",
-                              Edit("replace", self.ctx.span(inner), f"{base}.npu"))
+                              Edit("replace", self.ctx.span(inner), f"{base}.npu"),
+                              changes_results=not twin.fails_without_cuda)
         self.report(node, message=self._message(qual, twin), fix=fix)
 
     @staticmethod

@@ -21,9 +21,10 @@ class Tf32FlagOnNpu(Rule):
     message = "`{flag}` does nothing on Ascend: set `torch.{twin}` (default {default}) instead"
     npu_context = True
     silent_when_auto_migrated = True
-    fix_applicability = Applicability.SAFE
+    fix_applicability = Applicability.UNSAFE
     triggers = ("allow_tf32",)
     docs = Docs(
+        summary="A CUDA TF32 switch in NPU code, where it does nothing.",
         what="Flags assignments to `torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32` "
              "in NPU code.",
         why="The CUDA TF32 switches are not wired to the NPU. Ascend's reduced-precision fp32 mode for the Cube "
@@ -45,9 +46,12 @@ class Tf32FlagOnNpu(Rule):
             torch.npu.matmul.allow_hf32 = True
             torch.npu.conv.allow_hf32 = True
         """,
-        fix_safety="Safe where the file imports `torch_npu`: the assigned flag is replaced by its HF32 twin, "
-                   "the value is kept (the same precision intent on the NPU). Unsafe otherwise: the fix also "
-                   "adds `import torch_npu`. No fix when the file has no name for the `torch` module.",
+        fix_safety="Unsafe: the assigned flag is replaced by its HF32 twin and the value is kept. That is the "
+                   "precision trade-off the CUDA flag asked for, but on the NPU it changes the numbers: the "
+                   "original line did nothing there, so the NPU ran at its defaults (matmul HF32 off, conv "
+                   "HF32 on). Where the file does not import `torch_npu`, the fix also adds `import torch_npu  "
+                   "# noqa: F401`; not offered where torch_npu is imported only behind a guard. No fix when "
+                   "the file has no name for the `torch` module.",
         source="torch_npu/npu/__init__.py (`matmul = npu_config._allowHF32Matmul()`, `conv = "
                "npu_config._allowHF32Conv()`) and torch_npu/csrc/framework/LazyInitAclops.cpp (defaults).",
     )
@@ -87,5 +91,5 @@ class Tf32FlagOnNpu(Rule):
         fix = None
         if torch_name is not None and not self.ctx.is_local(torch_name):
             edit = Edit("replace", self.ctx.span(target), f"{torch_name}.{twin}")
-            fix = npu_fix(self.ctx, f"Set `torch.{twin}` instead", edit)
+            fix = npu_fix(self.ctx, f"Set `torch.{twin}` instead", edit, changes_results=True)
         self.report(target, flag=flag, twin=twin, default=default, fix=fix)

@@ -6,7 +6,8 @@ and, where noted, the Ascend Extension for PyTorch API support list ("torch.cuda
 After `import torch_npu`, `torch.npu` IS `torch_npu.npu` (torch._register_device_module("npu", torch_npu.npu)).
 
 Keys are the dotted name after `torch.cuda.`. `exact` twins have the same name, signature and meaning
-under `torch.npu` and get the safe rename fix; the others are reported with their note and no fix.
+under `torch.npu` and get the rename fix (safe only where the CUDA call fails on an Ascend host, see
+`fails_without_cuda`); the others are reported with their note and no fix.
 APIs absent from the table are not reported (nothing verified to say about them).
 """
 from __future__ import annotations
@@ -16,31 +17,39 @@ from typing import Dict, NamedTuple, Optional
 
 class Twin(NamedTuple):
     npu: Optional[str]  # the torch.npu counterpart ("torch.npu.X"), None when there is none
-    exact: bool  # same name, signature and meaning: `torch.cuda.X` -> `torch.npu.X` is a safe rename
+    exact: bool  # same name, signature and meaning: `torch.cuda.X` -> `torch.npu.X` is a rename
     note: str = ""
+    # On an Ascend host (torch without CUDA) the CUDA API raises: the program stopped there, so the rename
+    # cannot change a result it computed (a safe fix). The others answer quietly (`is_available()` is False,
+    # `device_count()` 0, `manual_seed` and `empty_cache` do nothing, `amp.autocast`/`GradScaler` disable
+    # themselves): the program ran another path there, and the rename changes what it computes (unsafe).
+    fails_without_cuda: bool = False
 
 
-def _same(*names: str, note: str = "") -> Dict[str, Twin]:
-    return {name: Twin(f"torch.npu.{name}", True, note) for name in names}
+def _same(*names: str, note: str = "", fails: bool = False) -> Dict[str, Twin]:
+    return {name: Twin(f"torch.npu.{name}", True, note, fails) for name in names}
 
 
 TWINS: Dict[str, Twin] = {
     # devices and initialisation (torch_npu/npu/__init__.py, utils.py; API list: supported)
-    **_same("is_available", "is_initialized", "init", "device_count", "set_device", "current_device",
-            "get_device_name", "get_device_properties", "device", "device_of", "synchronize",
-            "can_device_access_peer", "ipc_collect", "is_bf16_supported", "utilization", "current_blas_handle"),
+    **_same("is_available", "is_initialized", "device_count", "device", "device_of", "is_bf16_supported"),
+    **_same("init", "set_device", "current_device", "get_device_name", "get_device_properties", "synchronize",
+            "can_device_access_peer", "ipc_collect", "utilization", "current_blas_handle", fails=True),
     # streams and events (torch_npu/npu/streams.py, utils.py)
-    **_same("Stream", "Event", "ExternalStream", "StreamContext", "stream", "set_stream", "current_stream",
-            "default_stream", "set_sync_debug_mode", "get_sync_debug_mode"),
+    **_same("StreamContext", "stream"),
+    **_same("Stream", "Event", "ExternalStream", "set_stream", "current_stream", "default_stream",
+            "set_sync_debug_mode", "get_sync_debug_mode", fails=True),
     # random number generators (torch_npu/npu/random.py, default_generators in __init__.py)
-    **_same("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-            "set_rng_state", "get_rng_state_all", "set_rng_state_all", "default_generators"),
+    **_same("manual_seed", "manual_seed_all", "seed", "seed_all", "set_rng_state", "set_rng_state_all",
+            "default_generators"),
+    **_same("initial_seed", "get_rng_state", "get_rng_state_all", fails=True),
     # caching allocator (torch_npu/npu/memory.py __all__)
+    **_same("mem_get_info", "set_per_process_memory_fraction", fails=True),
     **_same("empty_cache", "memory_stats", "memory_stats_as_nested_dict", "memory_allocated",
             "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_cached",
             "max_memory_cached", "reset_peak_memory_stats", "reset_max_memory_allocated",
             "reset_max_memory_cached", "reset_accumulated_memory_stats", "memory_snapshot", "memory_summary",
-            "mem_get_info", "set_per_process_memory_fraction", "get_per_process_memory_fraction",
+            "get_per_process_memory_fraction",
             "caching_allocator_alloc", "caching_allocator_delete", "get_allocator_backend", "MemPool",
             "use_mem_pool", "change_current_allocator", "memory._record_memory_history", "memory._snapshot",
             "memory._dump_snapshot", "memory.memory_allocated", "memory.max_memory_allocated",
@@ -53,7 +62,7 @@ TWINS: Dict[str, Twin] = {
             note="deprecated in torch_npu as in torch: prefer `torch.amp.custom_fwd(device_type='npu')`"),
     # legacy tensor types (torch_npu/npu/__init__.py __all__)
     **_same("FloatTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
-            "CharTensor", "ByteTensor", "BoolTensor"),
+            "CharTensor", "ByteTensor", "BoolTensor", fails=True),
     # twins that differ
     "DoubleTensor": Twin("torch.npu.FloatTensor", False,
                          "float64 is not supported on Ascend (transfer_to_npu maps it to FloatTensor)"),

@@ -1,0 +1,131 @@
+"""The text pre-filter: which rule trigger texts occur in a file, and on which lines.
+
+A rule declares `triggers`, the texts its handlers need to see. The engine parses a file only if
+some enabled rule has a trigger in it, and the walker descends only into statements whose lines
+hold a trigger. Both questions are answered here, each trigger text tested once per file:
+
+- presence of a word trigger (letters, digits, `_`) is tested on the file's distinct identifier
+  runs joined together (a fraction of the text), built once per file that is big enough;
+- import aliases are followed: after `from torch.optim import AdamW as AW`, the rule whose trigger
+  `Adam` names the imported object also sees the lines holding the word `AW`.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+# Bytes that cannot be part of an identifier become spaces (non-ASCII bytes are kept: they only
+# merge runs, and a run still holds every ASCII trigger it held).
+_NOT_WORD = bytes(c if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95 or c >= 128) else 32
+                  for c in range(256))
+WORD_INDEX_MIN_CHARS = 4096  # below this, testing each trigger on the text itself is cheaper
+_PIECE_RE = re.compile(r"[A-Za-z0-9_]{2,}")
+_ALIAS_RE = re.compile(r"([A-Za-z_][\w.]*)[ \t]+as[ \t]+([A-Za-z_]\w*)")
+
+
+def is_word(trigger: str) -> bool:
+    """A trigger made of identifier characters only (ASCII)."""
+    return trigger.isascii() and trigger.replace("_", "a").isalnum()
+
+
+class TriggerText:
+    """One file's text, asked which trigger texts it holds and where."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._present: Dict[str, bool] = {}
+        self._words: Optional[str] = None
+
+    def occurs(self, trigger: str) -> bool:
+        """Does `trigger` occur anywhere in the text? (Each text is tested once.)"""
+        found = self._present.get(trigger)
+        if found is None:
+            found = self._present[trigger] = trigger in (self._word_runs() if is_word(trigger) else self.text)
+        return found
+
+    def _word_runs(self) -> str:
+        """The distinct identifier runs of the text, joined by spaces (the text itself if small)."""
+        if self._words is None:
+            text = self.text
+            if len(text) < WORD_INDEX_MIN_CHARS:
+                self._words = text
+            else:
+                runs = text.encode("utf-8", "surrogatepass").translate(_NOT_WORD).split()
+                self._words = b" ".join(set(runs)).decode("utf-8", "surrogatepass")
+        return self._words
+
+    def import_aliases(self) -> List[Tuple[str, str]]:
+        """(imported name, local name) of every `NAME as LOCAL` in the text: import aliases, plus
+        harmless extras (`except E as e`). Found from the text, so function-level imports count too."""
+        text = self.text
+        out: List[Tuple[str, str]] = []
+        find = text.find
+        pos = find(" as")
+        while pos != -1:
+            start = text.rfind("\n", 0, pos) + 1
+            end = find("\n", pos)
+            line = text[start:] if end == -1 else text[start:end]
+            out.extend(m.groups() for m in _ALIAS_RE.finditer(line))
+            if end == -1:
+                break
+            pos = find(" as", end)
+        return out
+
+    def lines(self, triggers: Iterable[str], words: Iterable[str] = ()) -> List[int]:
+        """Sorted numbers of the lines holding one of `triggers` (anywhere) or one of `words` (as a
+        whole identifier)."""
+        text = self.text
+        if "\r" in text:  # CRLF and lone CR end lines too: count them as "\n" (line numbers are kept)
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        hits: Set[int] = set()
+        for trigger in triggers:
+            _add_lines(text, trigger, hits, False)
+        for word in words:
+            _add_lines(text, word, hits, True)
+        return sorted(hits)
+
+
+def _add_lines(text: str, needle: str, hits: Set[int], whole_word: bool) -> None:
+    find = text.find
+    count = text.count
+    add = hits.add
+    size = len(needle)
+    pos = find(needle)
+    line, counted = 1, 0  # `line` is the number of the line holding text[counted]
+    while pos != -1:
+        if whole_word and (_word_char(text, pos - 1) or _word_char(text, pos + size)):
+            pos = find(needle, pos + 1)
+            continue
+        line += count("\n", counted, pos)
+        add(line)
+        end = find("\n", pos)  # one hit per line is enough: go on after this line
+        if end == -1:
+            break
+        line += 1
+        counted = end + 1
+        pos = find(needle, counted)
+
+
+def _word_char(text: str, index: int) -> bool:
+    if index < 0 or index >= len(text):
+        return False
+    char = text[index]
+    return char == "_" or char.isalnum()
+
+
+def alias_words(aliases: Sequence[Tuple[str, str]], triggers: Iterable[str]) -> List[str]:
+    """Local names that stand for something a trigger names: `AW` after `import AdamW as AW` for
+    the trigger `Adam`. A trigger starting with `.` names an attribute, which no import aliases."""
+    pieces = _pieces(tuple(triggers))
+    found: List[str] = []
+    for name, local in aliases:
+        if local not in found and local != name.rsplit(".", 1)[-1] and any(p in name for p in pieces):
+            found.append(local)
+    return found
+
+
+@lru_cache(maxsize=None)
+def _pieces(triggers: Tuple[str, ...]) -> Tuple[str, ...]:
+    """The identifier pieces of the triggers that may name an importable object."""
+    return tuple(p for t in triggers if not t.startswith(".") for p in _PIECE_RE.findall(t))

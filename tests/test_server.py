@@ -1,0 +1,162 @@
+"""`ascend-lint server` end to end, as an editor drives it: a real process over a stdio pipe (pytest-lsp)."""
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest_lsp = pytest.importorskip("pytest_lsp")  # Python >= 3.10; installed by the test extra
+from lsprotocol import types  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+
+SERVER = [sys.executable, "-m", "ascend_lint", "server"]
+SOURCE = textwrap.dedent("""\
+    import torch
+    import torch_npu
+
+    optimizer = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad(set_to_none=True)
+        y = torch.transpose(x, -2, -1).contiguous() @ w
+""")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text('[tool.ascend-lint]\nignore = ["ASC4"]\n')
+    (tmp_path / "train.py").write_text(SOURCE)
+    return tmp_path
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+async def client(lsp_client: LanguageClient, project: Path):
+    lsp_client.set_configuration({"preview": True}, section="ascend-lint")
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        root_uri=project.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=project.as_uri(), name="project")],
+    ))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def open_document(client: LanguageClient, path: Path, text: str) -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return uri
+
+
+def apply(text: str, edits) -> str:
+    """Apply LSP text edits (ASCII text here: UTF-16 units are characters)."""
+    lines = text.splitlines(keepends=True) + [""]
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    offset = lambda p: starts[p.line] + p.character  # noqa: E731
+    for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
+        text = text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+    return text
+
+
+async def actions_at(client: LanguageClient, uri: str, line: int, only=None):
+    return await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)),
+        context=types.CodeActionContext(diagnostics=[], only=only)))
+
+
+@pytest.mark.asyncio
+async def test_diagnostics_code_actions_edit_and_shutdown(client: LanguageClient, project: Path):
+    uri = await open_document(client, project / "train.py", SOURCE)
+    diagnostics = client.diagnostics[uri]
+    assert sorted(d.code for d in diagnostics) == ["ASC101", "ASC307"]
+    fused = next(d for d in diagnostics if d.code == "ASC307")
+    assert fused.source == "ascend-lint" and fused.range.start == types.Position(line=5, character=4)
+    assert fused.code_description.href.endswith("#asc307-fused-optimizer-set-to-none")
+
+    # the safe fix is the preferred quick fix; applying its edit fixes the finding
+    actions = await actions_at(client, uri, 5)
+    fix = next(a for a in actions if a.is_preferred)
+    assert fix.kind == types.CodeActionKind.QuickFix and fix.title.startswith("ASC307")
+    fixed = apply(SOURCE, fix.edit.changes[uri])
+    assert "zero_grad(set_to_none=False)" in fixed
+    suppress = next(a for a in actions if "noqa" in a.title)
+    assert "# noqa: ASC307" in apply(SOURCE, suppress.edit.changes[uri])
+
+    # the client applies the fix as an incremental change: the diagnostic goes away
+    edit = fix.edit.changes[uri][0]
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text)]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [d.code for d in client.diagnostics[uri]] == ["ASC101"]
+
+    # hover explains the rule from its docs
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=6, character=10)))
+    assert "## ASC101 `contiguous-after-view`" in hover.contents.value and "What it does" in hover.contents.value
+
+
+@pytest.mark.asyncio
+async def test_unsafe_fix_is_labelled_and_fix_all_is_offered(client: LanguageClient, project: Path):
+    source = "import torch\nimport torch_npu\nopt = torch.optim.Adam(model.parameters())\n" + SOURCE.split("\n", 3)[3]
+    uri = await open_document(client, project / "other.py", source)
+    unsafe = [a for a in await actions_at(client, uri, 2) if a.title.startswith("ASC301") and "noqa" not in a.title]
+    assert unsafe and not unsafe[0].is_preferred and "(unsafe fix: review the change)" in unsafe[0].title
+    assert "NpuFusedAdam" in apply(source, unsafe[0].edit.changes[uri])
+    fix_all = await actions_at(client, uri, 0, only=[types.CodeActionKind.SourceFixAll])
+    assert len(fix_all) == 1 and fix_all[0].kind == "source.fixAll.ascend-lint"
+    result = apply(source, fix_all[0].edit.changes[uri])
+    assert "set_to_none=False" in result and "NpuFusedAdam" not in result  # safe fixes only
+
+
+@pytest.mark.asyncio
+async def test_settings_from_the_workspace_and_the_project(client: LanguageClient, project: Path):
+    # pyproject.toml ignores ASC4; the workspace setting preview = true enables the preview rule ASC001
+    source = "import torch\nx = torch.ones(2, dtype=torch.float64)  # noqa: ASC990\n"
+    uri = await open_document(client, project / "settings.py", source)
+    assert [d.code for d in client.diagnostics[uri]] == ["ASC001"]
+    assert list(client.diagnostics[uri][0].tags) == [types.DiagnosticTag.Unnecessary]
+
+    client.set_configuration({"preview": False}, section="ascend-lint")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []
+
+
+@pytest.mark.asyncio
+async def test_syntax_error_is_one_diagnostic_and_close_clears(client: LanguageClient, project: Path):
+    uri = await open_document(client, project / "broken.py", "import torch, torch_npu\ny = torch.transpose(x, 1, 2).contiguous(\n")
+    (diag,) = client.diagnostics[uri]
+    assert diag.code == "ASC000" and diag.severity == types.DiagnosticSeverity.Error
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []
+
+
+def test_server_without_pygls_says_how_to_install(tmp_path):
+    import subprocess
+
+    blocker = tmp_path / "pygls"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text("raise ImportError('blocked', name='pygls')\n")
+    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(SERVER, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and "pip install 'ascend-lint[server]'" in proc.stderr
+
+
+@pytest.mark.asyncio
+async def test_positions_are_utf16_and_noqa_codes_hover(client: LanguageClient, project: Path):
+    source = 'import torch, torch_npu\ny = ("\U0001F600", torch.transpose(x, -2, -1).contiguous() @ w)  # noqa: ASC307\n'
+    uri = await open_document(client, project / "emoji.py", source)
+    (diag,) = [d for d in client.diagnostics[uri] if d.code == "ASC101"]
+    assert diag.range.start.character == len('y = ("\U0001F600", ') + 1  # the emoji is two UTF-16 units
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=1, character=source.splitlines()[1].index("ASC307") + 1 + 2)))
+    assert "## ASC307" in hover.contents.value
