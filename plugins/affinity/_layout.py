@@ -17,8 +17,9 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import ClassVar, Dict, List, Optional, Tuple
 
+from ascend_lint.rule import Rule
 from ascend_lint.semantic import FileContext, argument, constant
 
 VIEW_OPS = frozenset({
@@ -51,6 +52,22 @@ class LayoutCopy:
 
     op: str  # the view op: 'transpose', 'permute', 'chunk', 'T', ...
     pattern: str  # 'channel-shuffle' | 'matmul-operand' | 'attention-layout' | 'layout-copy' | 'pieces'
+
+
+class LayoutCopyRule(Rule):
+    """A rule that reports some of the `.contiguous()` patterns: `patterns` maps each pattern it reports to
+    the message fields of its advice."""
+
+    patterns: ClassVar[Dict[str, Dict[str, str]]] = {}
+
+    def __init__(self, ctx: FileContext, options=None) -> None:
+        super().__init__(ctx, options)
+        self.layout = LayoutClassifier(ctx)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        found = self.layout.classify(node)
+        if found is not None and found.pattern in self.patterns:
+            self.report(node, op=found.op, **self.patterns[found.pattern])
 
 
 class LayoutClassifier:

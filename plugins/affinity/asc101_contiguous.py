@@ -1,29 +1,31 @@
 """ASC101 contiguous-after-view: the `.contiguous()` copies that have a known Ascend remedy."""
 from __future__ import annotations
 
-import ast
+from ascend_lint.rule import Docs
 
-from ascend_lint.rule import Docs, Rule
+from ._layout import LayoutCopyRule
 
-from ._layout import LayoutClassifier
-
-ADVICE = {  # pattern -> (what it costs, what to do)
-    "channel-shuffle": ("of the grouped channels is a channel shuffle done as a framework copy on Ascend",
-                        "call `torch.channel_shuffle(x, groups)` (one ShuffleChannel kernel in torch_npu) or gather the "
-                        "channels with `index_select`"),
-    "matmul-operand": ("only feeds a matmul, which reads an operand transposed in its last two dims as it is on "
-                       "Ascend", "drop the copy"),
-    "attention-layout": ("copies the attention heads between the (B, S, N, D) and (B, N, S, D) layouts with a "
-                         "separate kernel on Ascend",
-                         "`torch_npu.npu_fusion_attention` takes `input_layout='BSND'` (or `'BSH'`) directly, so "
-                         "neither the transpose nor the copy is needed"),
+PATTERNS = {  # pattern -> what it costs, what to do
+    "channel-shuffle": {
+        "problem": "of the grouped channels is a channel shuffle done as a framework copy on Ascend",
+        "remedy": "call `torch.channel_shuffle(x, groups)` (one ShuffleChannel kernel in torch_npu) or gather the "
+                  "channels with `index_select`"},
+    "matmul-operand": {
+        "problem": "only feeds a matmul, which reads an operand transposed in its last two dims as it is on Ascend",
+        "remedy": "drop the copy"},
+    "attention-layout": {
+        "problem": "copies the attention heads between the (B, S, N, D) and (B, N, S, D) layouts with a separate "
+                   "kernel on Ascend",
+        "remedy": "`torch_npu.npu_fusion_attention` takes `input_layout='BSND'` (or `'BSH'`) directly, so neither "
+                  "the transpose nor the copy is needed"},
 }
 
 
-class ContiguousAfterView(Rule):
+class ContiguousAfterView(LayoutCopyRule):
     code = "ASC101"
     name = "contiguous-after-view"
     message = "`.contiguous()` after `{op}` {problem}: {remedy}"
+    patterns = PATTERNS
     npu_context = True
     file_triggers = ("contiguous",)  # model helpers may not import torch themselves
     triggers = ("contiguous",)
@@ -132,13 +134,3 @@ class ContiguousAfterView(Rule):
         # two layout changes in a row: the matmul would copy anyway
         "import torch, torch_npu\ndef f(q, key):\n    return torch.bmm(q, key.transpose(0, 1).transpose(1, 2).contiguous())",
     )
-
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
-        self.layout = LayoutClassifier(ctx)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        found = self.layout.classify(node)
-        if found is not None and found.pattern in ADVICE:
-            problem, remedy = ADVICE[found.pattern]
-            self.report(node, op=found.op, problem=problem, remedy=remedy)

@@ -1,23 +1,22 @@
 """ASC102 contiguous-layout-copy (preview): the other `.contiguous()` copies after a view op."""
 from __future__ import annotations
 
-import ast
+from ascend_lint.rule import Docs
 
-from ascend_lint.rule import Docs, Rule
+from ._layout import LayoutCopyRule
 
-from ._layout import LayoutClassifier
-
-ADVICE = {
-    "layout-copy": "check that the consumer needs this layout; if it does, produce the tensor in that layout "
-                   "(or pick an op that takes a layout argument) instead of copying it",
-    "pieces": "avoid materialising the pieces, or fold the copy into a compute op",
+PATTERNS = {
+    "layout-copy": {"remedy": "check that the consumer needs this layout; if it does, produce the tensor in that "
+                              "layout (or pick an op that takes a layout argument) instead of copying it"},
+    "pieces": {"remedy": "avoid materialising the pieces, or fold the copy into a compute op"},
 }
 
 
-class ContiguousLayoutCopy(Rule):
+class ContiguousLayoutCopy(LayoutCopyRule):
     code = "ASC102"
     name = "contiguous-layout-copy"
     message = "`.contiguous()` after `{op}` runs as a separate copy kernel on Ascend: {remedy}"
+    patterns = PATTERNS
     preview = True
     npu_context = True
     file_triggers = ("contiguous",)
@@ -96,12 +95,3 @@ class ContiguousLayoutCopy(Rule):
         "import torch\ny = x.transpose(1, 2).contiguous()",
         "import torch_npu\ndef test_transpose():\n    y = x.transpose(0, 1).contiguous()",
     )
-
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
-        self.layout = LayoutClassifier(ctx)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        found = self.layout.classify(node)
-        if found is not None and found.pattern in ADVICE:
-            self.report(node, op=found.op, remedy=ADVICE[found.pattern])
