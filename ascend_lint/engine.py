@@ -29,7 +29,8 @@ from .walker import Walker
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
 PYTHON2_LINE_RE = re.compile(
     r"\s*(?:except\s+[\w.()]+\s*,\s*\w+\s*:|print\s+[^\s(=]|exec\s+[\"'\w]|raise\s+[\w.]+\s*,)")
-NPU_HINTS = ("torch_npu", "mindspore", "mindformers", "mindspeed", "hccl", "Npu", "npu'", 'npu"', "npu:", ".npu(")
+NPU_HINTS = ("torch_npu", "mindspore", "mindformers", "mindspeed", "hccl", "Npu", "npu'", 'npu"', "npu:", ".npu(",
+             "torch.npu.")
 # FileResult note: NPU-context rules that could apply were skipped in a file that uses CUDA (a GPU
 # script not yet ported: `--target npu` checks it as NPU code).
 NPU_RULES_SKIPPED_FOR_CUDA = "npu-rules-skipped-cuda"

@@ -40,8 +40,8 @@ MODULE_BASES = ("torch.nn.Module",)
 CELL_BASES = ("mindspore.nn.Cell",)
 FUNCTION_BASES = ("torch.autograd.Function",)
 HOT_METHODS = {"module": ("forward",), "cell": ("construct",), "function": ("forward", "backward")}
-NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:""")
-NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl')  # NPU_TEXT_RE cannot match without one
+NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:|\btorch\.npu\.\w""")
+NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl', "torch.npu.")  # NPU_TEXT_RE needs one of them
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 STEP_COUNTER_RE = re.compile(r"(?:^|_)(?:step|steps|iter|iters|iteration)$", re.IGNORECASE)
 # MindSpore training steps by name (lower case, underscores dropped): `train_step(x, y)`, `train_one_step`,
@@ -117,6 +117,7 @@ class FileContext:
         self._scope_roles: Dict[int, Optional[str]] = {}
         self._role_spans: Optional[List[Tuple[int, int, str]]] = None
         self._local_calls: Optional[Set[str]] = None
+        self._optional: Optional[Dict[str, Tuple[str, ...]]] = None
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
         self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES) or any(
@@ -398,6 +399,28 @@ class FileContext:
             return False
         return not called_only or func.name in self.step_loop_callees()
 
+    # ------------------------------------------------------ optional imports
+    def optional_imports(self) -> Dict[str, Tuple[str, ...]]:
+        """Names bound where an import may fail, each with the modules that block imports: names imported
+        in a module-level `try:` whose handler catches ImportError (or Exception, or anything), the names
+        that `try`/`except` assigns (`HAS_FLASH = True`, `FusedAdam = None`), and names bound under a
+        module-level `if is_<x>_available():`. Rules decide which of those packages matter to them."""
+        if self._optional is None:
+            self._optional = {}
+            for stmt in _top_level_statements(self.tree.body):
+                if isinstance(stmt, ast.Try) and _guards_import(stmt):
+                    parts = [stmt.body] + [h.body for h in stmt.handlers] + [stmt.orelse]
+                elif isinstance(stmt, ast.If) and _availability_test(stmt.test):
+                    parts = [stmt.body]  # `if is_fp8_available(): import transformer_engine...`
+                else:
+                    continue
+                inner = [s for part in parts for s in _top_level_statements(part)]
+                modules = tuple(m for s in inner for m in _imported_modules(s))
+                for stmt_inner in inner:
+                    for name in _bound_names(stmt_inner):
+                        self._optional[name] = self._optional.get(name, ()) + modules
+        return self._optional
+
     # ------------------------------------------------------ not training code
     def non_training_reason(self, node: Optional[ast.AST] = None) -> Optional[str]:
         """Why the code at `node` (default: where the walk is) is not training code -- 'test code', 'a
@@ -432,14 +455,18 @@ class FileContext:
         if isinstance(node, FUNC_TYPES):
             reason = training_code.function_reason(node.name)
             if reason == "test code" and node.name in self._called_names():
-                return None  # pytest never runs a test its own file calls: `def test_train(cfg)` trains
+                return None  # pytest never runs a test its own file calls: `main()` calling `test_train(cfg)` trains
             return reason
         return None
 
     def _called_names(self) -> Set[str]:
-        """Names this file calls as `f(...)` / `self.f(...)` (computed once, only when asked)."""
+        """Names this file calls as `f(...)` / `self.f(...)` outside its `if __name__ == "__main__":` block
+        (a script running its own tests there is still running tests); computed once, only when asked."""
         if self._local_calls is None:
-            self._local_calls = _called_local_names(self.tree)
+            self._local_calls = set()
+            for stmt in self.tree.body:
+                if not _is_main_guard(stmt):
+                    self._local_calls.update(_called_local_names(stmt))
         return self._local_calls
 
     def _role_at(self, node: ast.AST) -> Optional[str]:
@@ -537,13 +564,25 @@ class FileContext:
         for if_node, in_else in reversed(self.ifs):
             if loop is not None and not _contains(loop, if_node):
                 break
-            if not modulo_only or any(
-                isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(if_node.test)
-            ):
+            if not modulo_only:
                 return True
-            if not in_else and self._single_step_test(if_node.test):
-                return True
+            for test in self._guard_tests(if_node.test):
+                if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)):
+                    return True
+                if not in_else and self._single_step_test(test):
+                    return True
         return False
+
+    def _guard_tests(self, test: ast.expr) -> List[ast.expr]:
+        """The test, and the values of the local names it reads (`is_log_step = step % n == 0`, then
+        `if is_log_step:`): a guard held in a variable is a guard."""
+        tests = [test]
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name):
+                bound = self.binding(node.id)
+                if bound is not None and bound.value is not None and bound.index is None:
+                    tests.append(bound.value)
+        return tests
 
     def _single_step_test(self, test: ast.expr) -> bool:
         """`if i == 10:` / `if self.global_step == max_steps:`: a step counter compared for equality
@@ -607,6 +646,59 @@ def _top_level_statements(body: List[ast.stmt]):
                 yield from _top_level_statements(getattr(stmt, name, []) or [])
             for handler in getattr(stmt, "handlers", []) or []:
                 yield from _top_level_statements(handler.body)
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`"""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+
+
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})
+
+
+def _guards_import(node: ast.Try) -> bool:
+    """A `try:` around an import whose handler catches the import failing."""
+    if not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body):
+        return False
+    for handler in node.handlers:
+        caught = handler.type
+        names = [caught] if caught is None or not isinstance(caught, ast.Tuple) else caught.elts
+        for name in names:
+            if name is None or (isinstance(name, ast.Name) and name.id in IMPORT_ERRORS) or (
+                    isinstance(name, ast.Attribute) and name.attr in IMPORT_ERRORS):
+                return True
+    return False
+
+
+def _availability_test(test: ast.expr) -> bool:
+    """`is_fp8_available()`, `is_flash_attn_available() and x`: a test that an optional package is there."""
+    return any(isinstance(n, ast.Call) and "available" in (
+        n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else "")
+        for n in ast.walk(test))
+
+
+def _imported_modules(stmt: ast.stmt) -> List[str]:
+    """`import a.b` -> ['a.b']; `from a.b import c` -> ['a.b.c']."""
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+        return [f"{stmt.module}.{a.name}" for a in stmt.names]
+    return []
+
+
+def _bound_names(stmt: ast.stmt) -> Set[str]:
+    """Names a simple statement binds: imports and assignment targets."""
+    names: Set[str] = set()
+    if isinstance(stmt, ast.Import):
+        names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+    elif isinstance(stmt, ast.ImportFrom):
+        names.update(a.asname or a.name for a in stmt.names if a.name != "*")
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:

@@ -23,7 +23,7 @@ from ascend_lint.rule import Applicability, Edit, Finding, Fix, Severity, Span
 
 REGISTRY = load_registry()
 RULES = REGISTRY.sorted_rules()
-BAD = "import torch\ny = torch.transpose(x, 1, 2).contiguous()\n"
+BAD = "import torch, torch_npu\ny = torch.transpose(x, -2, -1).contiguous() @ w\n"
 GOOD = "import torch\ny = x.view(2, -1)\n"
 OLD = 1_000_000_000 * 1_600_000_000  # an mtime long past: entries written for it trust the stat
 
