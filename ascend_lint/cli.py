@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Sequence, TextIO
 
 from . import __version__
 from .config import ConfigError, Settings, load_settings
-from .discovery import discover
+from .discovery import DiscoveryReport, discover
 from .docs import fix_label, rule_text, rules_markdown, status
 from .engine import FileResult, Linter, error_finding, sorted_findings, summarize
 from .fileio import split_lines
@@ -182,9 +182,12 @@ def run_check(args: argparse.Namespace) -> int:
         if len(paths) > 1:
             raise UsageError("'-' (stdin) cannot be combined with other paths")
         return check_stdin(args, settings, linter, registry)
-    targets, missing = discover(paths, settings)
+    found = DiscoveryReport()
+    targets, missing = discover(paths, settings, found)
+    print_warnings(found.warnings)
     results: List[FileResult] = [FileResult(p, [error_finding(p, "no such file or directory")]) for p in missing]
-    if not targets and not missing:
+    results += [FileResult(d, [error_finding(d, f"directory not linted: {why}")]) for d, why in found.unreadable]
+    if not targets and not missing and not found.unreadable:
         return EXIT_OK  # nothing to lint (pre-commit passed no files, or all excluded): quietly fine
     from .runner import lint_targets
 
