@@ -472,6 +472,26 @@ class FileContext:
             self._lines = split_lines(self.text)
         return self._lines
 
+    def segment(self, node: ast.AST) -> Optional[str]:
+        """The source text of `node`, as `ast.get_source_segment` gives it, cut from the lines the
+        file was split into once (get_source_segment splits the whole file on every call)."""
+        try:
+            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return None
+        if last is None or end_col is None:
+            return None
+        if "\r" in self.text:  # keep the file's own line endings inside the segment
+            return ast.get_source_segment(self.text, node)
+        lines = self.lines
+        if not 0 < first <= last <= len(lines):
+            return None
+        if first == last:
+            return _byte_slice(lines[first - 1], col, end_col)
+        return "\n".join([_byte_slice(lines[first - 1], col, None)] + lines[first:last - 1]
+                         + [_byte_slice(lines[last - 1], 0, end_col)])
+
     def char_col(self, line: int, byte_col: int) -> int:
         if not 0 < line <= len(self.lines):
             return byte_col
@@ -488,6 +508,13 @@ class FileContext:
         if end_col is None:
             end_col = col
         return Span(line, self.char_col(line, col), end_line, self.char_col(end_line, end_col))
+
+
+def _byte_slice(line: str, start: int, end: Optional[int]) -> str:
+    """`line[start:end]` with UTF-8 byte offsets (as the ast gives columns)."""
+    if line.isascii():
+        return line[start:end]
+    return line.encode("utf-8")[start:end].decode("utf-8", "replace")
 
 
 def _top_level_statements(body: List[ast.stmt]):

@@ -295,7 +295,7 @@ def halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) ->
 
 def src(ctx: FileContext, node: ast.AST, limit: int = 40) -> str:
     """Short source text of `node` for messages."""
-    text = ast.get_source_segment(ctx.text, node) or ast.unparse(node)
+    text = ctx.segment(node) or ast.unparse(node)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
