@@ -100,6 +100,7 @@ class Linter:
     def __init__(self, rules: Sequence[Type[Rule]], settings: Settings) -> None:
         self.rules = list(rules)
         self.settings = settings
+        self._triggers = tuple(sorted({t for r in self.rules for t in r.triggers or ("",)} | set(NPU_HINTS)))
         self._root = os.path.abspath(settings.project_root)
 
     # --------------------------------------------------------------- entry points
@@ -151,15 +152,18 @@ class Linter:
         `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own).
         """
         rules = self.rules_for(path)
-        if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
-            rules = [r for r in rules if not r.npu_context]
         scan = TriggerText(text)
-        occurs = scan.occurs
+        gate = scan.occurs_plainly
+        rules = [r for r in rules if any(gate(t) for t in r.file_triggers or ("",))]
+        if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
+            return []
+        present = scan.test_all(self._triggers)
+        if self.settings.target != "npu" and not any(present[h] for h in NPU_HINTS):
+            rules = [r for r in rules if not r.npu_context]
         aliases = scan.import_aliases()
         rules = [r for r in rules
-                 if any(occurs(t) for t in r.file_triggers or ("",))
-                 and (not self.prune or any(occurs(t) for t in r.triggers or ("",))
-                      or (aliases and alias_words(aliases, r.triggers)))]
+                 if not self.prune or any(present[t] for t in r.triggers or ("",))
+                 or (aliases and alias_words(aliases, r.triggers))]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
             return []
         if tree is None:
@@ -188,7 +192,7 @@ class Linter:
         hit_lines = None
         if prune:
             words = alias_words(aliases, tuple(sorted(triggers))) if aliases else ()
-            hit_lines = scan.lines(sorted(t for t in triggers if occurs(t)), words)
+            hit_lines = scan.lines(sorted(t for t in triggers if present[t]), words)
         try:
             Walker(ctx, table, hit_lines).run()
             for inst in instances:

@@ -21,6 +21,7 @@ _NOT_WORD = bytes(c if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c ==
                   for c in range(256))
 WORD_INDEX_MIN_CHARS = 4096  # below this, testing each trigger on the text itself is cheaper
 _PIECE_RE = re.compile(r"[A-Za-z0-9_]{2,}")
+_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
 _ALIAS_RE = re.compile(r"([A-Za-z_][\w.]*)[ \t]+as[ \t]+([A-Za-z_]\w*)")
 
 
@@ -41,8 +42,31 @@ class TriggerText:
         """Does `trigger` occur anywhere in the text? (Each text is tested once.)"""
         found = self._present.get(trigger)
         if found is None:
-            found = self._present[trigger] = trigger in (self._word_runs() if is_word(trigger) else self.text)
+            self.test_all((trigger,))
+            found = self._present[trigger]
         return found
+
+    def occurs_plainly(self, trigger: str) -> bool:
+        """`occurs`, tested on the text itself: for the few tests made before it is known whether
+        the file needs the identifier index at all (the file gate)."""
+        found = self._present.get(trigger)
+        if found is None:
+            found = self._present[trigger] = trigger in self.text
+        return found
+
+    def test_all(self, triggers: Sequence[str]) -> Dict[str, bool]:
+        """Test every trigger not tested yet, in one loop; returns trigger -> occurs."""
+        present = self._present
+        words = self._word_runs()
+        text = self.text
+        for trigger in triggers:
+            if trigger not in present:
+                if is_word(trigger):
+                    present[trigger] = trigger in words
+                else:  # its longest identifier piece must occur first (`npu'` needs `npu`)
+                    piece = _longest_piece(trigger)
+                    present[trigger] = (not piece or piece in words) and trigger in text
+        return present
 
     def _word_runs(self) -> str:
         """The distinct identifier runs of the text, joined by spaces (the text itself if small)."""
@@ -123,6 +147,11 @@ def alias_words(aliases: Sequence[Tuple[str, str]], triggers: Iterable[str]) -> 
         if local not in found and local != name.rsplit(".", 1)[-1] and any(p in name for p in pieces):
             found.append(local)
     return found
+
+
+@lru_cache(maxsize=None)
+def _longest_piece(trigger: str) -> str:
+    return max(_WORD_RE.findall(trigger), key=len, default="")
 
 
 @lru_cache(maxsize=None)
