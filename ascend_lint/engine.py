@@ -169,7 +169,7 @@ class Linter:
         if tree is None:
             with _gc_paused():
                 tree = parse(text, path)
-        ctx = FileContext(path, text, tree, self.settings.target)
+        ctx = FileContext(path, text, tree, self.settings.target, occurs=scan.occurs)
         instances = []
         for rule in rules:
             if rule.npu_context and not ctx.npu:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from .fileio import split_lines
 from .rule import Span
@@ -87,7 +87,11 @@ class Scope:
 class FileContext:
     """Everything a rule may ask about the file and about where the walk currently is."""
 
-    def __init__(self, path: str, text: str, tree: ast.Module, target: str = "auto") -> None:
+    def __init__(self, path: str, text: str, tree: ast.Module, target: str = "auto",
+                 occurs: Optional[Callable[[str], bool]] = None) -> None:
+        """`occurs(text)`: does the file hold `text`? (the engine's pre-filter answers it for free)"""
+        self._occurs = occurs if occurs is not None else text.__contains__
+        self._imports_memo: Dict[Tuple[str, int], bool] = {}
         self.path = path
         self.text = text
         self.tree = tree
@@ -144,7 +148,7 @@ class FileContext:
                 return True
         text = self.text
         # (the regex has no literal prefix: scanning for it is slow, so look for its needles first)
-        return any(n in text for n in NPU_TEXT_NEEDLES) and NPU_TEXT_RE.search(text) is not None
+        return any(map(self._occurs, NPU_TEXT_NEEDLES)) and NPU_TEXT_RE.search(text) is not None
 
     def record_import(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
@@ -196,7 +200,12 @@ class FileContext:
 
     def imports(self, prefix: str) -> bool:
         """Does the file import `prefix` or a submodule/name under it?"""
-        return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+        key = (prefix, len(self.imported_modules))  # (the set only grows)
+        found = self._imports_memo.get(key)
+        if found is None:
+            dotted = prefix + "."
+            found = self._imports_memo[key] = any(m == prefix or m.startswith(dotted) for m in self.imported_modules)
+        return found
 
     def alias_for(self, qualified: str) -> Optional[str]:
         """The local spelling the file already has for a module (`import torch_npu as tnpu` -> 'tnpu')."""

@@ -4,8 +4,9 @@ A rule declares `triggers`, the texts its handlers need to see. The engine parse
 some enabled rule has a trigger in it, and the walker descends only into statements whose lines
 hold a trigger. Both questions are answered here, each trigger text tested once per file:
 
-- presence of a word trigger (letters, digits, `_`) is tested on the file's distinct identifier
-  runs joined together (a fraction of the text), built once per file that is big enough;
+- presence is tested on the file's distinct identifier runs joined together (a fraction of the
+  text), built once per file that passes the file gate: a word trigger (letters, digits, `_`) is
+  looked for there only; any other text only if its identifier piece is there as a run;
 - import aliases are followed: after `from torch.optim import AdamW as AW`, the rule whose trigger
   `Adam` names the imported object also sees the lines holding the word `AW`.
 """
@@ -19,7 +20,6 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 # merge runs, and a run still holds every ASCII trigger it held).
 _NOT_WORD = bytes(c if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95 or c >= 128) else 32
                   for c in range(256))
-WORD_INDEX_MIN_CHARS = 4096  # below this, testing each trigger on the text itself is cheaper
 _PIECE_RE = re.compile(r"[A-Za-z0-9_]{2,}")
 _WORD_RE = re.compile(r"[A-Za-z0-9_]+")
 _ALIAS_RE = re.compile(r"([A-Za-z_][\w.]*)[ \t]+as[ \t]+([A-Za-z_]\w*)")
@@ -59,24 +59,19 @@ class TriggerText:
         present = self._present
         words = self._word_runs()
         text = self.text
-        for trigger in triggers:
+        for trigger, piece in _plan(tuple(triggers)):
             if trigger not in present:
-                if is_word(trigger):
+                if piece is None:  # a word: tested on the identifier runs
                     present[trigger] = trigger in words
-                else:  # its longest identifier piece must occur first (`npu'` needs `npu`)
-                    piece = _longest_piece(trigger)
-                    present[trigger] = (not piece or piece in words) and trigger in text
+                else:  # its identifier piece must be a run there first (`'npu` needs a run `npu...`)
+                    present[trigger] = piece in words and trigger in text
         return present
 
     def _word_runs(self) -> str:
-        """The distinct identifier runs of the text, joined by spaces (the text itself if small)."""
+        """The distinct identifier runs of the text, each between spaces."""
         if self._words is None:
-            text = self.text
-            if len(text) < WORD_INDEX_MIN_CHARS:
-                self._words = text
-            else:
-                runs = text.encode("utf-8", "surrogatepass").translate(_NOT_WORD).split()
-                self._words = b" ".join(set(runs)).decode("utf-8", "surrogatepass")
+            runs = self.text.encode("utf-8", "surrogatepass").translate(_NOT_WORD).split()
+            self._words = " " + b" ".join(set(runs)).decode("utf-8", "surrogatepass") + " "
         return self._words
 
     def import_aliases(self) -> List[Tuple[str, str]]:
@@ -150,8 +145,24 @@ def alias_words(aliases: Sequence[Tuple[str, str]], triggers: Iterable[str]) -> 
 
 
 @lru_cache(maxsize=None)
-def _longest_piece(trigger: str) -> str:
-    return max(_WORD_RE.findall(trigger), key=len, default="")
+def _plan(triggers: Tuple[str, ...]) -> Tuple[Tuple[str, Optional[str]], ...]:
+    """(trigger, None) for a word; for any other text (trigger, what the identifier runs must hold):
+    its longest identifier piece, with a space on the side where the trigger has a non-identifier
+    character next to it (`.npu(` needs the run `npu` exactly: ` npu `); "" if it has no piece."""
+    plan = []
+    for trigger in triggers:
+        if is_word(trigger):
+            plan.append((trigger, None))
+            continue
+        pieces = list(_WORD_RE.finditer(trigger))
+        if not pieces:
+            plan.append((trigger, ""))
+            continue
+        best = max(pieces, key=lambda m: len(m.group()))
+        before = " " if best.start() > 0 else ""
+        after = " " if best.end() < len(trigger) else ""
+        plan.append((trigger, before + best.group() + after))
+    return tuple(plan)
 
 
 @lru_cache(maxsize=None)
