@@ -157,7 +157,7 @@ class Linter:
         rules = [r for r in rules if any(gate(t) for t in r.file_triggers or ("",))]
         if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
             return []
-        present = scan.test_all(self._triggers)
+        present = scan.may_occur(self._triggers)  # (texts that are not words: maybe)
         if self.settings.target != "npu" and not any(present[h] for h in NPU_HINTS):
             rules = [r for r in rules if not r.npu_context]
         aliases = scan.import_aliases()

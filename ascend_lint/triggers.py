@@ -36,6 +36,7 @@ class TriggerText:
     def __init__(self, text: str) -> None:
         self.text = text
         self._present: Dict[str, bool] = {}
+        self._maybe: Dict[str, bool] = {}
         self._words: Optional[str] = None
 
     def occurs(self, trigger: str) -> bool:
@@ -57,15 +58,24 @@ class TriggerText:
     def test_all(self, triggers: Sequence[str]) -> Dict[str, bool]:
         """Test every trigger not tested yet, in one loop; returns trigger -> occurs."""
         present = self._present
-        words = self._word_runs()
+        maybe = self.may_occur(triggers)
         text = self.text
         for trigger, piece in _plan(tuple(triggers)):
             if trigger not in present:
-                if piece is None:  # a word: tested on the identifier runs
-                    present[trigger] = trigger in words
-                else:  # its identifier piece must be a run there first (`'npu` needs a run `npu...`)
-                    present[trigger] = piece in words and trigger in text
+                present[trigger] = maybe[trigger] and (piece is None or trigger in text)
         return present
+
+    def may_occur(self, triggers: Sequence[str]) -> Dict[str, bool]:
+        """trigger -> False if it certainly does not occur: a word is looked for among the identifier
+        runs (exact); any other text only as far as its identifier piece is a run with the same
+        boundaries (`'npu` needs a run starting `npu`), without scanning the text: the line scan
+        that follows finds (or misses) it anyway."""
+        maybe = self._maybe
+        words = self._word_runs()
+        for trigger, piece in _plan(tuple(triggers)):
+            if trigger not in maybe:
+                maybe[trigger] = (trigger if piece is None else piece) in words
+        return maybe
 
     def _word_runs(self) -> str:
         """The distinct identifier runs of the text, each between spaces."""

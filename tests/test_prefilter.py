@@ -94,6 +94,9 @@ def test_presence_matches_plain_in(seed):
     scan = TriggerText(text)
     assert scan.test_all(TRIGGERS) == {t: t in text for t in TRIGGERS}
     assert [scan.occurs(t) for t in TRIGGERS] == [t in text for t in TRIGGERS]
+    maybe = TriggerText(text).may_occur(TRIGGERS)
+    assert all(maybe[t] for t in TRIGGERS if t in text)  # "maybe" never misses a trigger
+    assert all(maybe[t] == (t in text) for t in TRIGGERS if t.replace("_", "a").isalnum())  # words: exact
 
 
 def test_lines_and_whole_words():
