@@ -22,7 +22,7 @@ _NOT_WORD = bytes(c if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c ==
                   for c in range(256))
 _PIECE_RE = re.compile(r"[A-Za-z0-9_]{2,}")
 _WORD_RE = re.compile(r"[A-Za-z0-9_]+")
-_ALIAS_RE = re.compile(r"([A-Za-z_][\w.]*)[ \t]+as[ \t]+([A-Za-z_]\w*)")
+_ALIAS_RE = re.compile(r"([A-Za-z_][\w.]*) +as +([A-Za-z_]\w*)")
 
 
 def is_word(trigger: str) -> bool:
@@ -86,11 +86,12 @@ class TriggerText:
 
     def import_aliases(self) -> List[Tuple[str, str]]:
         """(imported name, local name) of every `NAME as LOCAL` in the text: import aliases, plus
-        harmless extras (`except E as e`). Found from the text, so function-level imports count too."""
+        harmless extras (`except E as e`). Found from the text, so function-level imports count too
+        (the `as` keyword between single spaces, as every formatter writes it)."""
         text = self.text
         out: List[Tuple[str, str]] = []
         find = text.find
-        pos = find(" as")
+        pos = find(" as ")
         while pos != -1:
             start = text.rfind("\n", 0, pos) + 1
             end = find("\n", pos)
@@ -98,7 +99,7 @@ class TriggerText:
             out.extend(m.groups() for m in _ALIAS_RE.finditer(line))
             if end == -1:
                 break
-            pos = find(" as", end)
+            pos = find(" as ", end)
         return out
 
     def lines(self, triggers: Iterable[str], words: Iterable[str] = ()) -> List[int]:

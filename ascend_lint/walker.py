@@ -164,13 +164,13 @@ class Walker:
             self.visit_parts(node, [node.decorator_list, args.defaults, args.kw_defaults, node.returns]
                              + [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs])
         ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
-        ctx.enter_function(node)
-        ctx.stack.append(node)
         body = node.body
         if self.hit_lines is not None and not self.hit(self.body_start(body), node.end_lineno or node.lineno):
             self.record_only(body)  # no trigger in the whole body: nothing there for a handler
-        else:
-            self.stmts(body)
+            return  # (what record_only keeps does not depend on the function's own scope)
+        ctx.enter_function(node)
+        ctx.stack.append(node)
+        self.stmts(body)
         ctx.stack.pop()
         ctx.scopes.pop()
 
