@@ -22,7 +22,7 @@ _NOT_WORD = bytes(c if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c ==
                   for c in range(256))
 _PIECE_RE = re.compile(r"[A-Za-z0-9_]{2,}")
 _WORD_RE = re.compile(r"[A-Za-z0-9_]+")
-_ALIAS_RE = re.compile(r"([A-Za-z_][\w.]*) +as +([A-Za-z_]\w*)")
+_NAME_RE = re.compile(r"[A-Za-z_][\w.]*")
 
 
 def is_word(trigger: str) -> bool:
@@ -93,13 +93,14 @@ class TriggerText:
         find = text.find
         pos = find(" as ")
         while pos != -1:
-            start = text.rfind("\n", 0, pos) + 1
-            end = find("\n", pos)
-            line = text[start:] if end == -1 else text[start:end]
-            out.extend(m.groups() for m in _ALIAS_RE.finditer(line))
-            if end == -1:
-                break
-            pos = find(" as ", end)
+            before = text[max(0, pos - 200):pos].rsplit(None, 1)
+            after = text[pos + 4:pos + 84].split(None, 1)
+            if before and after:
+                name = before[-1].rpartition(",")[2].rpartition("(")[2]
+                local = after[0].rstrip(",)\\;:")
+                if local.isidentifier() and name and _NAME_RE.fullmatch(name):
+                    out.append((name, local))
+            pos = find(" as ", pos + 4)
         return out
 
     def lines(self, triggers: Iterable[str], words: Iterable[str] = ()) -> List[int]:

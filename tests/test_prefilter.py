@@ -112,5 +112,7 @@ def test_import_aliases_and_alias_words():
     aliases = TriggerText(text).import_aliases()
     assert ("torch.nn.functional", "F") in aliases and ("DataLoader", "DL") in aliases
     assert alias_words(aliases, ("DataLoader",)) == ["DL"]
+    aliases = TriggerText("from a import (b,c as d, e as f)\nimport x.y as z;\nfrom q import r as s  # t\n").import_aliases()
+    assert [("c", "d"), ("e", "f"), ("x.y", "z"), ("r", "s")] == aliases
     assert alias_words(aliases, (".DataLoader(",)) == []  # an attribute text: no import aliases it
     assert alias_words([("torch.nn", "nn")], ("nn",)) == []  # spelled as imported: nothing to add
