@@ -101,6 +101,7 @@ class Linter:
         self.rules = list(rules)
         self.settings = settings
         self._triggers = tuple(sorted({t for r in self.rules for t in r.triggers or ("",)} | set(NPU_HINTS)))
+        self._file_gates = tuple({r.file_triggers or ("",): None for r in self.rules})
         self._root = os.path.abspath(settings.project_root)
 
     # --------------------------------------------------------------- entry points
@@ -154,7 +155,8 @@ class Linter:
         rules = self.rules_for(path)
         scan = TriggerText(text)
         gate = scan.occurs_plainly
-        rules = [r for r in rules if any(gate(t) for t in r.file_triggers or ("",))]
+        passed = {group: any(map(gate, group)) for group in self._file_gates}  # (few distinct groups)
+        rules = [r for r in rules if passed[r.file_triggers or ("",)]]
         if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
             return []
         present = scan.may_occur(self._triggers)  # (texts that are not words: maybe)
