@@ -10,7 +10,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, TextIO, Type
 
 from . import __version__
 from .config import ConfigError, Settings, load_settings
-from .discovery import Target, discover
+from .discovery import DiscoveryReport, Target, discover
 from .docs import fix_label, measured, precision_label, rule_text, rules_markdown, status
 from .engine import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
 from .fileio import SourceError, read_source, split_lines
@@ -221,13 +221,16 @@ def run_check(args: argparse.Namespace) -> int:
         if args.show_files:
             return EXIT_OK  # like ruff: stdin is no file to list
         return check_stdin(args, settings, linter, registry)
-    targets, missing = discover(paths, settings)
+    found = DiscoveryReport()
+    targets, missing = discover(paths, settings, found)
+    print_warnings(found.warnings)
     if args.show_files:
         return show_files(targets, missing)
     if args.show_settings:
         return show_settings(args, settings, rules, targets[0].path if targets else paths[0])
     results: List[FileResult] = [FileResult(p, [error_finding(p, "no such file or directory")]) for p in missing]
-    if not targets and not missing and not args.quiet:
+    results += [FileResult(d, [error_finding(d, f"directory not linted: {why}")]) for d, why in found.unreadable]
+    if not targets and not missing and not found.unreadable and not args.quiet:
         # nothing to lint (pre-commit passed no files, or all excluded): say so, and still write the report
         print("warning: No Python files found under the given path(s)", file=sys.stderr)
     from .runner import lint_targets

@@ -107,6 +107,8 @@ class Linter:
     def __init__(self, rules: Sequence[Type[Rule]], settings: Settings) -> None:
         self.rules = list(rules)
         self.settings = settings
+        self._triggers = tuple(sorted({t for r in self.rules for t in r.triggers or ("",)} | set(NPU_HINTS)))
+        self._file_gates = tuple({r.file_triggers or ("",): None for r in self.rules})
         self._root = os.path.abspath(settings.project_root)
 
     # --------------------------------------------------------------- entry points
@@ -188,16 +190,20 @@ class Linter:
             skipped.update(r.code for r in rules if r.training_code_only)
             rules = [r for r in rules if not r.training_code_only]
         scan = TriggerText(text)
-        occurs = scan.occurs
+        gate = scan.occurs_plainly
+        passed = {group: any(map(gate, group)) for group in self._file_gates}  # (few distinct groups)
+        rules = [r for r in rules if passed[r.file_triggers or ("",)]]
+        if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
+            return [], skipped, None, ()
+        present = scan.may_occur(self._triggers)  # (texts that are not words: maybe)
         aliases = scan.import_aliases()
 
         def applies(rule: Type[Rule]) -> bool:
-            return (any(occurs(t) for t in rule.file_triggers or ("",))
-                    and (not self.prune or any(occurs(t) for t in rule.triggers or ("",))
-                         or bool(aliases and alias_words(aliases, rule.triggers))))
+            return (not self.prune or any(present[t] for t in rule.triggers or ("",))
+                    or bool(aliases and alias_words(aliases, rule.triggers)))
 
         notes: Tuple[str, ...] = ()
-        if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
+        if self.settings.target != "npu" and not any(present[h] and scan.occurs(h) for h in NPU_HINTS):
             gated = [r for r in rules if r.npu_context]
             skipped.update(r.code for r in gated)
             rules = [r for r in rules if not r.npu_context]
@@ -209,7 +215,7 @@ class Linter:
         if tree is None:
             with _gc_paused():
                 tree = parse(text, path)
-        ctx = FileContext(path, text, tree, self.settings.target, self._root)
+        ctx = FileContext(path, text, tree, self.settings.target, self._root, occurs=scan.occurs)
         instances = []
         for rule in rules:
             if (rule.npu_context and not ctx.npu) or (rule.silent_when_auto_migrated and ctx.auto_migrated):
@@ -233,7 +239,7 @@ class Linter:
         hit_lines = None
         if prune:
             words = alias_words(aliases, tuple(sorted(triggers))) if aliases else ()
-            hit_lines = scan.lines(sorted(t for t in triggers if occurs(t)), words)
+            hit_lines = scan.lines(sorted(t for t in triggers if present[t]), words)
         try:
             Walker(ctx, table, hit_lines).run()
             for inst in instances:

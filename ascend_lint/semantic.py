@@ -12,7 +12,7 @@ import ast
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from . import training_code
 from .fileio import split_lines
@@ -93,7 +93,10 @@ class FileContext:
     """Everything a rule may ask about the file and about where the walk currently is."""
 
     def __init__(self, path: str, text: str, tree: ast.Module, target: str = "auto",
-                 root: Optional[str] = None) -> None:
+                 root: Optional[str] = None, occurs: Optional[Callable[[str], bool]] = None) -> None:
+        """`occurs(text)`: does the file hold `text`? (the engine's pre-filter answers it for free)"""
+        self._occurs = occurs if occurs is not None else text.__contains__
+        self._imports_memo: Dict[Tuple[str, int], bool] = {}
         self.path = path
         self.root = root  # the project root: where the path-based "not training code" signals start
         self.text = text
@@ -157,7 +160,7 @@ class FileContext:
                 return True
         text = self.text
         # (the regex has no literal prefix: scanning for it is slow, so look for its needles first)
-        return any(n in text for n in NPU_TEXT_NEEDLES) and NPU_TEXT_RE.search(text) is not None
+        return any(map(self._occurs, NPU_TEXT_NEEDLES)) and NPU_TEXT_RE.search(text) is not None
 
     def record_import(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
@@ -209,7 +212,12 @@ class FileContext:
 
     def imports(self, prefix: str) -> bool:
         """Does the file import `prefix` or a submodule/name under it?"""
-        return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+        key = (prefix, len(self.imported_modules))  # (the set only grows)
+        found = self._imports_memo.get(key)
+        if found is None:
+            dotted = prefix + "."
+            found = self._imports_memo[key] = any(m == prefix or m.startswith(dotted) for m in self.imported_modules)
+        return found
 
     def import_status(self, module: str) -> str:
         """How the file imports `module` (or something under it), as the fixer sees it (fix_imports):
@@ -607,6 +615,26 @@ class FileContext:
             self._lines = split_lines(self.text)
         return self._lines
 
+    def segment(self, node: ast.AST) -> Optional[str]:
+        """The source text of `node`, as `ast.get_source_segment` gives it, cut from the lines the
+        file was split into once (get_source_segment splits the whole file on every call)."""
+        try:
+            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return None
+        if last is None or end_col is None:
+            return None
+        if "\r" in self.text:  # keep the file's own line endings inside the segment
+            return ast.get_source_segment(self.text, node)
+        lines = self.lines
+        if not 0 < first <= last <= len(lines):
+            return None
+        if first == last:
+            return _byte_slice(lines[first - 1], col, end_col)
+        return "\n".join([_byte_slice(lines[first - 1], col, None)] + lines[first:last - 1]
+                         + [_byte_slice(lines[last - 1], 0, end_col)])
+
     def char_col(self, line: int, byte_col: int) -> int:
         if not 0 < line <= len(self.lines):
             return byte_col
@@ -635,6 +663,13 @@ def project_relative(path: str, root: Optional[str]) -> str:
         if not rel.startswith(".."):
             return rel
     return path
+
+
+def _byte_slice(line: str, start: int, end: Optional[int]) -> str:
+    """`line[start:end]` with UTF-8 byte offsets (as the ast gives columns)."""
+    if line.isascii():
+        return line[start:end]
+    return line.encode("utf-8")[start:end].decode("utf-8", "replace")
 
 
 def _top_level_statements(body: List[ast.stmt]):

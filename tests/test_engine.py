@@ -217,3 +217,17 @@ def test_lone_cr_and_crlf_newlines_keep_line_numbers():
     for newline in ("\r", "\r\n"):
         src = newline.join(["import torch_npu", "a = 1", "y = x.t().contiguous() @ w", ""])
         assert [(f.code, f.line) for f in lint(src, select=["ASC101"])] == [("ASC101", 3)]
+
+
+@pytest.mark.parametrize("src", [
+    "import torch\ny = torch.tensor([1, 2],\n    device='npu')  # c\n",
+    "s = 'αβγ'; y = f(x, k='δ')\nz = (a +\n     b)\n",
+    "x = 1\r\ny = g(\r\n  2)\r\n",
+    "def f(a, *, b=3):\n    return [i for i in a\n            if i]\n",
+])
+def test_segment_matches_get_source_segment(src):
+    """FileContext.segment cuts from lines split once; it must give what ast.get_source_segment gives."""
+    tree = ast.parse(src)
+    ctx = FileContext("s.py", src, tree)
+    for node in ast.walk(tree):
+        assert ctx.segment(node) == ast.get_source_segment(src, node), ast.dump(node)

@@ -736,17 +736,17 @@ class HostToDeviceCopyInForward(Rule):
 
     def _buffer_source(self, expr: ast.expr) -> Optional[str]:
         """The source of `expr` without a `device=` keyword (the buffer follows the module)."""
-        text = self.ctx.text
+        segment = self.ctx.segment
         if isinstance(expr, ast.Call) and keyword(expr, "device") is not None:
             if any(isinstance(a, ast.Starred) for a in expr.args):
                 return None
-            parts = [ast.get_source_segment(text, a) for a in expr.args]
-            parts += [ast.get_source_segment(text, kw) for kw in expr.keywords if kw.arg != "device"]
-            func = ast.get_source_segment(text, expr.func)
+            parts = [segment(a) for a in expr.args]
+            parts += [segment(kw) for kw in expr.keywords if kw.arg != "device"]
+            func = segment(expr.func)
             if func is None or any(p is None for p in parts):
                 return None
             return f"{func}({', '.join(parts)})"
-        return ast.get_source_segment(text, expr)
+        return segment(expr)
 
     def _buffer_name(self, cls: ast.ClassDef, expr: ast.expr) -> str:
         taken = self._buffer_names.get(id(cls))

@@ -170,7 +170,7 @@ class MergeableParamGroups(Rule):
         return ""
 
     def _src(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.ctx.text, node) or ast.unparse(node)
+        return self.ctx.segment(node) or ast.unparse(node)
 
     def _iterable(self, node: ast.expr) -> bool:
         """Is a group's `params` value certainly an iterable of parameters (not a lone tensor)?"""

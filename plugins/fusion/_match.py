@@ -292,7 +292,7 @@ def halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) ->
 def src(ctx: FileContext, node: ast.AST, placeholder: str, limit: int = 40) -> str:
     """Source text of `node` for messages, or `placeholder` when it is too long to quote whole (a
     message never shows an expression cut in the middle)."""
-    text = ast.get_source_segment(ctx.text, node) or ast.unparse(node)
+    text = ctx.segment(node) or ast.unparse(node)
     text = " ".join(text.split())
     return text if len(text) <= limit else placeholder
 

@@ -31,7 +31,7 @@ NOT_LEFTOVERS = (
 
 def source(ctx: FileContext, node: ast.AST) -> Optional[str]:
     """The exact source text of `node` (None when it cannot be cut out)."""
-    return ast.get_source_segment(ctx.text, node)
+    return ctx.segment(node)
 
 
 # Fix safety shared by the migration rules whose fixed code needs torch_npu loaded.
