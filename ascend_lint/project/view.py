@@ -1,0 +1,95 @@
+"""What a file's rules see of the project: `ProjectView`, which records every question and its answer.
+
+A lint result is valid under a model as long as every recorded question gets the same answer there
+(`deps`). With no project (a snippet linted on its own) `NULL_VIEW` answers "unknown" to everything.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from .model import ProjectModel
+
+Deps = List[list]  # [[query, args..., answer], ...] in the order first asked
+
+
+class ProjectView:
+    """One file's window on a ProjectModel; `module` is the file's module id (None: not in the project)."""
+
+    def __init__(self, model: Optional[ProjectModel], module: Optional[str], path: str = "") -> None:
+        self.model = model
+        self.module = module
+        self.path = path  # the file's path relative to the project root ('/'-separated)
+        self._answers: Dict[tuple, Any] = {}
+
+    @property
+    def deps(self) -> Deps:
+        return [list(key) + [answer] for key, answer in self._answers.items()]
+
+    def _ask(self, key: tuple) -> Any:
+        if key in self._answers:
+            return self._answers[key]
+        answer = _answer(self.model, key) if self.model is not None else None
+        self._answers[key] = answer
+        return answer
+
+    # ---------------------------------------------------------------- questions
+    def class_kind(self, qualname: str) -> Optional[str]:
+        """'module' / 'cell' / 'function' / 'model' for a class (project or third-party) by absolute name."""
+        return self._ask(("class_kind", qualname))
+
+    def function_role(self, qualname: str) -> Optional[List[str]]:
+        """['hot' | 'step', reason] for a project function or method called from a hot path."""
+        return self._ask(("function_role", qualname))
+
+    def migrated(self) -> Optional[str]:
+        """Why this file runs under run-time migration (None: it does not, as far as the project shows)."""
+        return self._ask(("migrated", self.module)) if self.module is not None else None
+
+    def replaced(self, qualname: str) -> Optional[str]:
+        return self._ask(("replaced", qualname))
+
+    def class_precision(self, qualname: str) -> Optional[List[str]]:
+        return self._ask(("class_precision", qualname))
+
+    def function_precision(self, qualname: str) -> Optional[List[str]]:
+        return self._ask(("function_precision", qualname))
+
+    def config_default(self, attr: str, cls: Optional[str] = None) -> Any:
+        return self._ask(("config_default", attr, cls))
+
+
+_QUERIES = {"class_kind", "function_role", "migrated", "replaced", "class_precision", "function_precision",
+            "config_default"}
+
+
+def _answer(model: ProjectModel, key: tuple) -> Any:
+    return getattr(model, key[0])(*key[1:])
+
+
+def replay(model: Optional[ProjectModel], deps: Any) -> bool:
+    """Do the recorded questions get the same answers from `model`? (False on malformed deps.)"""
+    if not isinstance(deps, list):
+        return False
+    for dep in deps:
+        if not isinstance(dep, list) or len(dep) < 2 or dep[0] not in _QUERIES:
+            return False
+        key, answer = tuple(dep[:-1]), dep[-1]
+        try:
+            fresh = _answer(model, key) if model is not None else None
+        except TypeError:  # wrong arity: written by another version
+            return False
+        if _plain(fresh) != answer:
+            return False
+    return True
+
+
+def _plain(value: Any) -> Any:
+    """JSON's view of a value (tuples are lists), so answers compare equal after a cache round trip."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+NULL_VIEW = ProjectView(None, None)
