@@ -188,13 +188,14 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_OK  # nothing to lint (pre-commit passed no files, or all excluded): quietly fine
     from .runner import lint_targets
 
+    index = open_project(paths, settings, args)
     cache = None
     if not args.no_cache:
         from .cache import ResultCache
 
-        cache = ResultCache.open(settings, linter.rules, registry.fingerprint())
+        cache = ResultCache.open(settings, linter.rules, registry.fingerprint(), project=True)
     keep_sources = bool(settings.fix or args.diff or args.add_noqa)  # else reports read lines lazily
-    results += lint_targets(linter, targets, _jobs(args), cache=cache, keep_sources=keep_sources)
+    results += lint_targets(linter, targets, _jobs(args), cache=cache, keep_sources=keep_sources, index=index)
     if args.add_noqa:
         return add_noqa(results)
     fixed = 0
@@ -208,6 +209,13 @@ def run_check(args: argparse.Namespace) -> int:
     return emit(args, settings, registry, results, fixed)
 
 
+def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namespace):
+    """The project index of the linted paths (the project model's one entry point)."""
+    from .project.index import ProjectIndex
+
+    return ProjectIndex.open(paths, settings, cache=not args.no_cache)
+
+
 def _jobs(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -217,6 +225,10 @@ def _jobs(args: argparse.Namespace) -> int:
 def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) -> int:
     raw = sys.stdin.buffer.read()
     path = args.stdin_filename or "-"
+    if args.stdin_filename:  # the buffer stands for that file of its project: the others give their facts
+        linter.project = open_project([path], settings, args)
+        _refresh_from_buffer(linter.project, path, raw)
+        linter.project.save()
     result = linter.lint_bytes(raw, path)
     fixed = 0
     if settings.fix or args.diff:
@@ -233,6 +245,17 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) ->
             return EXIT_FINDINGS if fixed else EXIT_OK
         return EXIT_FINDINGS if result.findings and not args.exit_zero else EXIT_OK
     return emit(args, settings, registry, [result], fixed)
+
+
+def _refresh_from_buffer(index, path: str, raw: bytes) -> None:
+    from .fileio import SourceError, decode_source
+
+    try:
+        text = decode_source(raw)[0]
+    except SourceError:
+        text = ""
+    index.refresh(path, text)
+    index.complete()
 
 
 def emit(args, settings: Settings, registry: Registry, results: Sequence[FileResult], fixed: int) -> int:

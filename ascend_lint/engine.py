@@ -20,7 +20,11 @@ from .config import Settings
 from .fileio import SourceError, SourceFile, decode_source, read_source
 from .registry import PARSE_ERROR_CODE, code_matches
 from .rule import Finding, Rule, Severity
-from .semantic import FileContext
+from .project.model import ProjectModel
+from .project.summary import Summary, light_summary
+from .project.summary import summarize as summarize_tree
+from .project.view import ProjectView
+from .semantic import NULL_VIEW, FileContext
 from .walker import Walker, trigger_lines
 
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
@@ -34,6 +38,17 @@ class FileResult:
     path: str
     findings: List[Finding] = field(default_factory=list)
     source: Optional[SourceFile] = None
+    summary: Optional[Summary] = None  # the file's project summary (None: it does not parse)
+    deps: Optional[list] = None  # the project-model questions its rules asked, with the answers
+
+
+@dataclass
+class Analysis:
+    """What linting one source gives: findings, the file's summary (when asked) and its deps."""
+
+    findings: List[Finding]
+    summary: Optional[Summary] = None
+    deps: List[list] = field(default_factory=list)
 
 
 def error_finding(path: str, reason: str, line: int = 1, col: int = 1) -> Finding:
@@ -92,10 +107,12 @@ def parse(text: str, path: str) -> ast.Module:
 class Linter:
     """Lints sources with a fixed set of enabled rules and settings."""
 
-    def __init__(self, rules: Sequence[Type[Rule]], settings: Settings) -> None:
+    def __init__(self, rules: Sequence[Type[Rule]], settings: Settings, project: object = None) -> None:
         self.rules = list(rules)
         self.settings = settings
         self._root = os.path.abspath(settings.project_root)
+        # a project.index.ProjectIndex (anything with view_for(path)); None: each file is its own project
+        self.project = project
 
     # --------------------------------------------------------------- entry points
     def lint_path(self, path: str) -> FileResult:
@@ -112,13 +129,17 @@ class Linter:
             return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])
         return self.lint_source(SourceFile(path, raw, text, encoding))
 
-    def lint_source(self, source: SourceFile, tree: Optional[ast.Module] = None) -> FileResult:
+    def lint_source(self, source: SourceFile, tree: Optional[ast.Module] = None, summarize: bool = False,
+                    light: Optional[Summary] = None) -> FileResult:
+        """Lint a decoded source; with `summarize`, also return its project summary and deps."""
         result = FileResult(source.path, source=source)
         try:
             with _gc_paused():  # the tree dies (by refcount) inside: no cyclic GC pass over it
-                result.findings = self.check(source.text, source.path, tree)
+                analysis = self.analyse(source.text, source.path, tree, summarize=summarize, light=light)
+            result.findings, result.summary, result.deps = analysis.findings, analysis.summary, analysis.deps
         except SourceError as exc:
             result.findings = [error_finding(source.path, exc.reason, exc.line, exc.col)]
+            result.deps = []
         return result
 
     # ------------------------------------------------------------------- core
@@ -140,11 +161,21 @@ class Linter:
         return codes
 
     def check(self, text: str, path: str, tree: Optional[ast.Module] = None,
-              line_noqa: bool = True) -> List[Finding]:
+              line_noqa: bool = True, view: Optional[ProjectView] = None) -> List[Finding]:
         """Findings for one decoded source (noqa applied); raises SourceError if it does not parse.
 
-        `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own).
+        `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own). The project
+        facts come from `view`, else from the linter's project, else from the file alone.
         """
+        return self.analyse(text, path, tree, line_noqa, view).findings
+
+    def analyse(self, text: str, path: str, tree: Optional[ast.Module] = None, line_noqa: bool = True,
+                view: Optional[ProjectView] = None, summarize: bool = False,
+                light: Optional[Summary] = None) -> Analysis:
+        """`check`, plus the file's summary (with `summarize`; `light`: its text-only summary if known)
+        and the project questions its rules asked (deps)."""
+        if view is None and self.project is not None:
+            view = self.project.view_for(path)
         rules = self.rules_for(path)
         if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
             rules = [r for r in rules if not r.npu_context]
@@ -159,11 +190,19 @@ class Linter:
         rules = [r for r in rules
                  if any(occurs(t) for t in r.file_triggers or ("",)) and any(occurs(t) for t in r.triggers or ("",))]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
-            return []
+            return Analysis([], _summary_without_tree(text, path, light) if summarize else None)
         if tree is None:
             with _gc_paused():
                 tree = parse(text, path)
-        ctx = FileContext(path, text, tree, self.settings.target)
+        ctx = FileContext(path, text, tree, self.settings.target, project=view or NULL_VIEW,
+                          migrating_modules=tuple(self.settings.migrating_modules))
+        summary = None
+        if summarize or view is None:
+            summary = summarize_tree(tree, text, ctx, light)
+        if view is None:  # no project: the file is a project of its own
+            view = single_file_view(summary, path)
+            ctx.attach(view)
+            summary = summary if summarize else None
         instances = []
         for rule in rules:
             if rule.npu_context and not ctx.npu:
@@ -172,7 +211,7 @@ class Linter:
                 continue
             instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
         if not instances:
-            return []
+            return Analysis([], summary, view.deps)
         table: Dict[type, list] = {}
         triggers: List[str] = []
         prune = True
@@ -195,7 +234,31 @@ class Linter:
         findings: List[Finding] = [f for inst in instances for f in inst.findings]
         findings = noqa.filter_findings(findings, ctx.lines if line_noqa and findings else [], text)
         findings.sort(key=Finding.sort_key)
-        return _dedupe(findings)
+        return Analysis(_dedupe(findings), summary, view.deps)
+
+
+
+def _summary_without_tree(text: str, path: str, light: Optional[Summary]) -> Optional[Summary]:
+    """The summary of a file the rules do not need to parse: its text-only summary, completed from a parse
+    only when its text may hold facts that need the tree (None: it does not parse)."""
+    summary = light if light is not None else light_summary(text)
+    if not summary.get("light"):
+        return summary
+    try:
+        with _gc_paused():
+            tree = parse(text, path)
+    except SourceError:
+        return None
+    return summarize_tree(tree, text, None, summary)
+
+
+def single_file_view(summary: Summary, path: str) -> ProjectView:
+    """A view of a project made of this one file (a snippet or a file linted without a project)."""
+    name = os.path.basename(path.replace("\\", "/")) or "snippet.py"
+    if not name.endswith((".py", ".pyi")):
+        name += ".py"
+    model = ProjectModel.build({name: summary})
+    return ProjectView(model, model.module_of(name), name)
 
 
 _HANDLERS: Dict[type, List[Tuple[type, str]]] = {}

@@ -67,10 +67,10 @@ MIGRATED_PACKAGES = frozenset({"mindspeed_llm", "mindspeed", "mindtorch", "mindt
 PATCH_REGISTRARS: Dict[str, Tuple[int, int]] = {"register_patch": (0, 1)}
 
 # Text that makes a file worth a full look for step loops (a superset of semantic.is_step_call's names).
-STEP_WORDS = ("backward", ".step(", "train_one_step", "train_step", "train_net", "train_network", "optim")
+STEP_WORDS = ("backward(", ".step(", "train_one_step", "train_step", "train_net", "train_network", "optimizer(")
 # Text that makes a file worth a full look for precision decisions about the models it trains.
-PRECISION_WORDS = ("amp", "half", "float16", "bfloat16", "to_float", "Model(", "TrainOneStep", "mixed_precision",
-                   "MixedPrecision", "param_dtype", "autocast", "build_train_network", "fp16", "bf16")
+PRECISION_WORDS = ("amp.", "amp_level", ".half(", "float16", "to_float", "Model(", "TrainOneStep",
+                   "MixedPrecision", "param_dtype", "autocast", "build_train_network", "auto_mixed_precision")
 
 
 def framework_kind(qualname: str) -> Optional[str]:

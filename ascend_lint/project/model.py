@@ -25,7 +25,7 @@ import posixpath
 from collections import deque
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
-from .data import HOT_METHODS, MIGRATED_PACKAGES, framework_kind, migrating_module
+from .data import HOT_METHODS, framework_kind, migrating_module
 from .summary import Summary
 
 CALL_DEPTH = 3  # calls followed from a hot method or a step loop
@@ -214,6 +214,8 @@ class ProjectModel:
         self.config: Dict[str, Dict[str, Any]] = tables.get("config", {})
         self.aliases: Dict[str, str] = tables.get("aliases", {})  # re-exported name -> defining name
         self.all_migrated: bool = tables.get("all_migrated", False)
+        self._by_module: Optional[Dict[str, Dict[str, Any]]] = None
+        self._module_ids: Optional[Set[str]] = None
 
     # ------------------------------------------------------------------ queries
     def module_of(self, relpath: str) -> Optional[str]:
@@ -228,6 +230,29 @@ class ProjectModel:
 
     def function_role(self, qualname: str) -> Optional[List[str]]:
         return self.roles.get(qualname)
+
+    def module_facts(self, module: str) -> Dict[str, Any]:
+        """What the project says about one module's own functions and classes, in one answer:
+        {"roles": {local qualname: [role, reason]}, "replaced": {local qualname: reason}}."""
+        if self._by_module is None:
+            self._by_module = {}
+            for table, key in ((self.roles, "roles"), (self.replaced_names, "replaced")):
+                for qual, value in table.items():
+                    mid, local = self._split_local(qual)
+                    if mid is not None:
+                        self._by_module.setdefault(mid, {"roles": {}, "replaced": {}})[key][local] = value
+        return self._by_module.get(module, {"roles": {}, "replaced": {}})
+
+    def _split_local(self, qual: str) -> Tuple[Optional[str], str]:
+        """('module id', 'Class.method') of a project qualname."""
+        if self._module_ids is None:
+            self._module_ids = set(self.modules.values())
+        parts = qual.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            head = ".".join(parts[:i])
+            if head in self._module_ids:
+                return head, ".".join(parts[i:])
+        return ("", qual) if "" in self._module_ids else (None, qual)
 
     def migrated(self, module: str) -> Optional[str]:
         if self.all_migrated:
@@ -551,9 +576,6 @@ class _Builder:
         queue: deque = deque()
         for mid in sorted(self.r.by_id):
             summary = self.summary(mid)
-            chain = self.r._chain_name(self.r.by_id[mid]).split(".")
-            if any(part in MIGRATED_PACKAGES for part in chain[:-1] or chain):
-                migrated[mid] = f"it is a module of the `{next(p for p in chain if p in MIGRATED_PACKAGES)}` package"
             if not summary.get("entry"):
                 continue
             reason = self._direct_migration(mid, True)

@@ -183,12 +183,11 @@ def light_summary(text: str) -> Summary:
                 patches.append([m.group("target"), m.group("value"), count("\n", 0, m.start())])
     if owners:
         _collect_calls(reverse, owners, defs, known)
-    summary: Summary = {"schema": SUMMARY_SCHEMA, "light": True, "imports": imports, "classes": classes,
-                        "defs": defs, "patches": patches, "entry": entry}
-    if any(w in masked for w in STEP_WORDS) or any(w in masked for w in PRECISION_WORDS) or \
-            _CONFIG_CLASS_RE.search(masked):
-        summary["deep"] = True  # the syntax tree holds more (step loops, precision, config defaults)
-    return summary
+    # "light": the syntax tree holds more (step loops, precision, configuration defaults): see summarize()
+    deep = any(w in masked for w in STEP_WORDS) or any(w in masked for w in PRECISION_WORDS) or \
+        _CONFIG_CLASS_RE.search(masked) is not None
+    return {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
+            "defs": defs, "patches": patches, "entry": entry}
 
 
 def _mark_function_level(imports: List[list], spans: List[Tuple[int, int]]) -> None:
@@ -245,9 +244,9 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     precision decisions and configuration defaults read from `tree`, the tree the engine parsed (`ctx`:
     its FileContext, when there is one)."""
     summary = dict(light) if light is not None else light_summary(text)
-    summary["light"] = False
-    if not summary.pop("deep", False):
+    if not summary["light"]:
         return summary
+    summary["light"] = False
     if ctx is None:
         from ..semantic import FileContext  # (semantic imports this package: import it late)
 

@@ -41,6 +41,12 @@ class ProjectView:
         """['hot' | 'step', reason] for a project function or method called from a hot path."""
         return self._ask(("function_role", qualname))
 
+    def module_facts(self) -> Dict[str, Any]:
+        """Roles and replacements of this file's own functions, methods and classes (one question)."""
+        if self.module is None:
+            return _NO_FACTS
+        return self._ask(("module_facts", self.module)) or _NO_FACTS
+
     def migrated(self) -> Optional[str]:
         """Why this file runs under run-time migration (None: it does not, as far as the project shows)."""
         return self._ask(("migrated", self.module)) if self.module is not None else None
@@ -58,7 +64,8 @@ class ProjectView:
         return self._ask(("config_default", attr, cls))
 
 
-_QUERIES = {"class_kind", "function_role", "migrated", "replaced", "class_precision", "function_precision",
+_NO_FACTS: Dict[str, Any] = {"roles": {}, "replaced": {}}
+_QUERIES = {"class_kind", "function_role", "module_facts", "migrated", "replaced", "class_precision", "function_precision",
             "config_default"}
 
 
