@@ -342,6 +342,22 @@ class FileContext:
                 return scope.reason
         return None
 
+    def hot_label(self) -> str:
+        """How a message names the hot scope: "`forward`", or, when the reason is elsewhere,
+        "`helper` (a hot path: `Attention.forward` in `model.py:40` calls it)"."""
+        scope = self.hot_method()
+        if scope is None:
+            return "`forward`"
+        return f"`{scope.name}`" + (f" (a hot path: {scope.reason})" if scope.reason else "")
+
+    def step_note(self) -> Optional[str]:
+        """"`log_loss` runs every step: the step loop in `train.py:88` calls it" when a step loop in
+        another place makes the current function per-step; None otherwise."""
+        for scope in self.scopes:
+            if scope.step:
+                return f"`{scope.name}` runs every step: {scope.reason}"
+        return None
+
     def step_reason(self) -> Optional[str]:
         """Why the current function runs every step when a step loop elsewhere calls it."""
         for scope in self.scopes:

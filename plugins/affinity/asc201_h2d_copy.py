@@ -26,7 +26,7 @@ PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "boo
 class HostToDeviceCopyInForward(Rule):
     code = "ASC201"
     name = "host-to-device-copy-in-forward"
-    message = "`{ctor}(...)` in `{method}` is copied from host to device on every call: {remedy}"
+    message = "`{ctor}(...)` in {method} is copied from host to device on every call: {remedy}"
     fix_applicability = Applicability.UNSAFE
     triggers = ("tensor", "Tensor", "from_numpy", ".npu(", ".cuda(", ".to(")
     docs = Docs(
@@ -186,7 +186,6 @@ class HostToDeviceCopyInForward(Rule):
         if self._lazily_cached():
             return
         ctx = self.ctx
-        hot = ctx.hot_method()
         kind = self._hot_class_kind()
         label = ctx.call_name(ctor) or "tensor"
         label = label.replace("mindspore.", "") if label.startswith("mindspore.") else label
@@ -199,10 +198,12 @@ class HostToDeviceCopyInForward(Rule):
                       "which `model.to(device)` moves with the model")
         elif kind == "cell":
             remedy = "create it once in `__init__` (`self.name = Tensor(...)`) and use `self.name`"
+        elif ctx.hot_reason():
+            remedy = "build it once (e.g. a buffer of the calling module) and pass it in"
         else:
             remedy = "build it once outside the Function (e.g. a module buffer) and pass it in"
         fix = self._fix(node, ctor, buffer_expr) if kind == "module" and buffer_expr is not None else None
-        self.report(node, ctor=label, method=hot.name if hot else "forward", remedy=remedy, fix=fix)
+        self.report(node, ctor=label, method=ctx.hot_label(), remedy=remedy, fix=fix)
 
     def _hot_class_kind(self) -> Optional[str]:
         cls = self._hot_class()

@@ -143,9 +143,10 @@ class SynchronizeInHotPath(Rule):
             return
         hot = ctx.hot_method()
         if hot is not None:
-            where = f"`{hot.name}`"
+            where = ctx.hot_label()
         elif ctx.in_step_loop(called_only=True):
-            where = "the training step loop"
+            note = ctx.step_note()
+            where = f"the training step loop ({note})" if note else "the training step loop"
         else:
             return
         if ctx.guarded():

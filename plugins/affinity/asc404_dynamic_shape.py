@@ -27,7 +27,7 @@ BOOL_DTYPES = frozenset({"torch.bool", "mindspore.bool_", "mindspore.dtype.bool_
 class DynamicShapeInForward(Rule):
     code = "ASC404"
     name = "dynamic-shape-in-forward"
-    message = "{op} in `{method}` {problem}: {remedy}"
+    message = "{op} in {method} {problem}: {remedy}"
     preview = True
     triggers = ("nonzero", "masked_select", "unique", "argwhere", "where", "NonZero", "MaskedSelect", "Unique", "[")
     docs = Docs(
@@ -128,7 +128,8 @@ class DynamicShapeInForward(Rule):
             return
         name = op.rsplit(".", 1)[-1].lower()
         if "unique" in name:
-            remedy = f"move it out of `{self._method()}` (for example into the data pipeline)"
+            scope = self.ctx.hot_method()
+            remedy = f"move it out of `{scope.name if scope else 'forward'}` (for example into the data pipeline)"
         else:
             remedy = self._where_remedy()
         label = op if op.startswith("one-argument") else f"`{op}`"
@@ -179,8 +180,7 @@ class DynamicShapeInForward(Rule):
         return False
 
     def _method(self) -> str:
-        scope = self.ctx.hot_method()
-        return scope.name if scope is not None else "forward"
+        return self.ctx.hot_label()
 
     def _where_remedy(self, store: bool = False) -> str:
         cls = self.ctx.class_scope
