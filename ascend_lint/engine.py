@@ -40,6 +40,7 @@ class FileResult:
     source: Optional[SourceFile] = None
     summary: Optional[Summary] = None  # the file's project summary (None: it does not parse)
     deps: Optional[list] = None  # the project-model questions its rules asked, with the answers
+    failed: bool = False  # it could not be read, decoded or parsed: it contributes no project facts
 
 
 @dataclass
@@ -139,7 +140,7 @@ class Linter:
             result.findings, result.summary, result.deps = analysis.findings, analysis.summary, analysis.deps
         except SourceError as exc:
             result.findings = [error_finding(source.path, exc.reason, exc.line, exc.col)]
-            result.deps = []
+            result.deps, result.failed = [], True
         return result
 
     # ------------------------------------------------------------------- core

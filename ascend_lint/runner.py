@@ -179,11 +179,11 @@ def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool,
         from .engine import error_finding
 
         return Outcome(path, [error_finding(path, exc.reason, exc.line, exc.col)], None, sha, st.st_size,
-                       st.st_mtime_ns, read_ns, deps=[], summarized=want)
+                       st.st_mtime_ns, read_ns, deps=[], summarized=index is not None)
     result = linter.lint_source(SourceFile(path, raw, text, encoding), summarize=want, light=light)
     source = result.source if (keep_source and result.findings) else None
     return Outcome(path, result.findings, source, sha, st.st_size, st.st_mtime_ns, read_ns,
-                   summary=result.summary, deps=result.deps, summarized=want)
+                   summary=result.summary, deps=result.deps, summarized=want or (result.failed and index is not None))
 
 
 # ----------------------------------------------------------------------------- many files
