@@ -188,7 +188,7 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_OK  # nothing to lint (pre-commit passed no files, or all excluded): quietly fine
     from .runner import lint_targets
 
-    index = open_project(paths, settings, args)
+    index = open_project(paths, settings, args, [t.path for t in targets])
     cache = None
     if not args.no_cache:
         from .cache import ResultCache
@@ -209,11 +209,12 @@ def run_check(args: argparse.Namespace) -> int:
     return emit(args, settings, registry, results, fixed)
 
 
-def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namespace):
+def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namespace,
+                 listed: Optional[Sequence[str]] = None):
     """The project index of the linted paths (the project model's one entry point)."""
     from .project.index import ProjectIndex
 
-    return ProjectIndex.open(paths, settings, cache=not args.no_cache)
+    return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed)
 
 
 def _jobs(args: argparse.Namespace) -> int:

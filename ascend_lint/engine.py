@@ -253,6 +253,14 @@ def _summary_without_tree(text: str, path: str, light: Optional[Summary]) -> Opt
     return summarize_tree(tree, text, None, summary)
 
 
+class NoProject:
+    """A project provider that knows nothing: rules see only the file (benchmarks' baseline; no summary,
+    no model)."""
+
+    def view_for(self, path: str) -> ProjectView:
+        return NULL_VIEW
+
+
 def single_file_view(summary: Summary, path: str) -> ProjectView:
     """A view of a project made of this one file (a snippet or a file linted without a project)."""
     name = os.path.basename(path.replace("\\", "/")) or "snippet.py"

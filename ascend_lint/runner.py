@@ -103,11 +103,19 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
         else:
             todo.append((path, None))
     hashing = cache is not None or index is not None
-    _PROJECT_FOR_WORKERS = index
-    try:
-        outcomes = list(_run(linter, todo, sizes, jobs, hashing, keep_sources))
-    finally:
-        _PROJECT_FOR_WORKERS = None
+    outcomes: List[Outcome] = []
+    for batch in _batches(todo, index):
+        _PROJECT_FOR_WORKERS = index
+        try:
+            outcomes.extend(_run(linter, batch, sizes, jobs, hashing, keep_sources))
+        finally:
+            _PROJECT_FOR_WORKERS = None
+        if index is not None:  # the next batch sees the facts this one found in the syntax trees
+            for outcome in outcomes:
+                if outcome.summarized and not outcome.hit:
+                    index.update(outcome.path, outcome.summary, outcome.sha, outcome.size, outcome.mtime_ns,
+                                 outcome.read_ns)
+            index.model()
     for outcome in outcomes:
         path = outcome.path
         if outcome.hit and cache is not None:
@@ -140,6 +148,19 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
             cache.store(path, sha, size, mtime_ns, read_ns, results[path].findings, deps.get(path))
         cache.save()
     return [results[p] for p in sorted(results)]
+
+
+def _batches(todo: List[Tuple[str, Optional[str]]], index) -> List[List[Tuple[str, Optional[str]]]]:
+    """With a project, files whose syntax trees hold project facts (step loops, precision decisions) go
+    first, so the model the others are linted against already has those facts (fewer files linted twice)."""
+    if index is None:
+        return [todo]
+    first, rest = [], []
+    for item in todo:
+        rel = index.relpath(item[0])
+        summary = index.summaries.get(rel) if rel is not None else None
+        (first if summary is None or summary.get("light") else rest).append(item)
+    return [batch for batch in (first, rest) if batch]
 
 
 # ----------------------------------------------------------------------------- one file

@@ -98,7 +98,7 @@ def test_symlink_loops_terminate(tmp_path, monkeypatch, capsys):
     assert "pkg/loop/mod.py" not in index.summaries
 
 
-def test_ten_thousand_modules(tmp_path, monkeypatch, capsys):
+def test_ten_thousand_modules(tmp_path):
     """A generated project of 10,000 modules in a chain of imports (and one cycle) builds and answers."""
     n = 10_000
     pkg = tmp_path / "big"
@@ -118,8 +118,6 @@ def test_ten_thousand_modules(tmp_path, monkeypatch, capsys):
     assert model.migrated(f"big.m{n - 1}") is not None  # reached through 10,000 imports
     assert model.function_role("big.m0.f0")[0] == "hot"
     assert model.function_role("big.m3.f3") is None  # calls are followed to a bounded depth
-    found = check(tmp_path, monkeypatch, capsys, "big/m5.py")
-    assert found == []
 
 
 @pytest.mark.parametrize("text", [

@@ -37,8 +37,10 @@ class ProjectIndex:
         self.listed = False
 
     @classmethod
-    def open(cls, paths: Sequence[str], settings: Any, cache: bool = True) -> "ProjectIndex":
-        """The index of the project that `paths` belong to (its files listed and summarised)."""
+    def open(cls, paths: Sequence[str], settings: Any, cache: bool = True,
+             listed: Optional[Sequence[str]] = None) -> "ProjectIndex":
+        """The index of the project that `paths` belong to (its files listed and summarised). `listed`: the
+        files discovery found for `paths`, reused when `paths` include the root itself (no second walk)."""
         root = find_project_root(paths, getattr(settings, "config_path", None))
         store = None
         if cache:
@@ -46,20 +48,20 @@ class ProjectIndex:
 
             store = ProjectStore.open(settings, root)
         index = cls(root, settings, store)
-        index.load()
+        whole = listed is not None and os.path.abspath(getattr(settings, "project_root", "")) == index.root and \
+            any(os.path.isdir(p) and os.path.abspath(p) == index.root for p in paths)
+        index.load(list(listed) if whole else None)
         return index
 
     # ----------------------------------------------------------------- files
     def relpath(self, path: str) -> Optional[str]:
         """The path of a file relative to the root ('/'-separated), None when it lies outside."""
-        absolute = os.path.abspath(path)
-        try:
-            rel = os.path.relpath(absolute, self.root)
-        except ValueError:
+        absolute = path if os.path.isabs(path) and os.sep + "." not in path else os.path.abspath(path)
+        prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
+        if not absolute.startswith(prefix):
             return None
-        if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
-            return None
-        return rel.replace(os.sep, "/")
+        rel = absolute[len(prefix):]
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
     def list_files(self) -> List[str]:
         """Every Python file under the root, with discovery's excludes (symlinked directories not followed)."""
@@ -69,9 +71,10 @@ class ProjectIndex:
         targets, _missing = discover([self.root], settings)
         return [t.path for t in targets]
 
-    def load(self) -> None:
-        """Summaries of every project file: the stored one when the bytes are unchanged, else from the text."""
-        files = self.list_files()
+    def load(self, files: Optional[List[str]] = None) -> None:
+        """Summaries of every project file (`files`: the listing, when already known): the stored one when
+        the bytes are unchanged, else one from the text."""
+        files = self.list_files() if files is None else files
         present = []
         for path in files:
             rel = self.relpath(path)

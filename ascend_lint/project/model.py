@@ -33,6 +33,7 @@ ALIAS_DEPTH = 6  # re-exports followed (`from .impl import X` in a package __ini
 HIERARCHY_DEPTH = 12  # base classes followed
 PRECISION_DEPTH = 4  # sub-models followed from a trained model class (`self.attn = Attention(...)`)
 MODEL_SCHEMA = 1
+TEST_PREFIXES = ("test", "bench")  # as FileContext.in_test_code
 
 Reason = str
 
@@ -68,6 +69,7 @@ class _Resolver:
             if chain != mid:
                 self.aliases.setdefault(chain, []).append(mid)
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
+        self._found: Dict[Tuple[str, str], Optional[str]] = {}
 
     def _chain_name(self, rel: str) -> str:
         """The name Python gives the module when its outermost package directory is on sys.path."""
@@ -87,11 +89,19 @@ class _Resolver:
         """The module id an absolute import of `name` from module `importer` loads, if it is the project's."""
         if not name:
             return None
+        rel = self.by_id.get(importer, "") if importer is not None else ""
+        key = (name, posixpath.dirname(rel) if rel else "")
+        if key in self._found:
+            return self._found[key]
+        found = self._find_module(name, importer, rel)
+        self._found[key] = found
+        return found
+
+    def _find_module(self, name: str, importer: Optional[str], rel: str) -> Optional[str]:
         if importer is not None:  # a script's own directory comes first on sys.path
-            rel = self.by_id.get(importer, "")
             directory = posixpath.dirname(rel)
-            if directory and (directory not in self.package_dirs or posixpath.basename(rel) == "__init__.py"):
-                local = module_id(directory + "/" + name.replace(".", "/") + ".py")
+            if directory and directory not in self.package_dirs:
+                local = f"{directory.replace('/', '.')}.{name}"
                 if local in self.by_id:
                     return local
             elif not directory and name in self.by_id:
@@ -105,6 +115,11 @@ class _Resolver:
             return None
         if name in self.by_id:
             return name
+        directory = posixpath.dirname(rel)
+        if importer is not None and directory:  # a script run from inside a package directory
+            local = f"{directory.replace('/', '.')}.{name}"
+            if local in self.by_id:
+                return local
         return None
 
     def relative_base(self, importer: str, level: int) -> Optional[str]:
@@ -299,6 +314,7 @@ class _Builder:
         self.extra = extra
         self.model = ProjectModel()
         self.kinds: Dict[str, Optional[str]] = {}
+        self._imports_memo: Dict[Tuple[str, bool], List[Tuple[str, int]]] = {}
 
     def summary(self, mid: str) -> Summary:
         return self.r.files[self.r.by_id[mid]]
@@ -355,10 +371,20 @@ class _Builder:
             return None
         return framework_kind(name)
 
+    def is_test(self, mid: str, owner: str = "") -> bool:
+        """Test or benchmark code (`test_*.py` / `*_test.py`, functions named `test*` / `bench*`): it makes
+        no function of the project hot or per-step."""
+        base = posixpath.basename(self.path(mid))
+        if base.startswith("test_") or base.endswith("_test.py"):
+            return True
+        return any(part.lower().startswith(TEST_PREFIXES) for part in owner.split(".")[-1:] if part)
+
     def hot_methods(self) -> Iterable[Tuple[str, str]]:
-        """(method qualname, class qualname) of every forward/construct of a model class."""
+        """(method qualname, class qualname) of every forward/construct of a model class (not in tests)."""
         for qual, kind in self.model.kinds.items():
             mid, _, name = qual.rpartition(".")
+            if self.is_test(mid):
+                continue
             methods = self.summary(mid)["classes"][name][2]
             for method in HOT_METHODS[kind]:
                 if method in methods:
@@ -443,6 +469,8 @@ class _Builder:
         step_roots: List[Tuple[str, str, int]] = []
         for mid in sorted(self.r.by_id):
             for owner, line, calls in self.summary(mid).get("steps", ()):
+                if self.is_test(mid, owner):
+                    continue
                 where = _where(self.path(mid), line)
                 for name in sorted(calls):
                     callee = self.function(mid, name, owner)
@@ -508,8 +536,15 @@ class _Builder:
         return split is not None and split[1] in self.summary(split[0]).get("classes", ())
 
     # --------------------------------------------------------------- migration
-    def _imported_modules(self, mid: str, function_level: bool) -> Iterable[Tuple[str, int]]:
+    def _imported_modules(self, mid: str, function_level: bool) -> List[Tuple[str, int]]:
         """(project module id, line) of what importing `mid` (and running its functions) imports."""
+        key = (mid, function_level)
+        found = self._imports_memo.get(key)
+        if found is None:
+            found = self._imports_memo[key] = list(self._find_imported(mid, function_level))
+        return found
+
+    def _find_imported(self, mid: str, function_level: bool) -> Iterable[Tuple[str, int]]:
         for module, name, _asname, level, line, in_func in self.summary(mid).get("imports", ()):
             if in_func and not function_level:
                 continue

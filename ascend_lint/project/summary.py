@@ -19,6 +19,7 @@ import bisect
 import keyword
 import re
 import sys
+import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .data import PATCH_REGISTRARS, PRECISION_WORDS, STEP_WORDS
@@ -40,7 +41,6 @@ _PATCH_REV_RE = re.compile(r"\n[ \t]*([\w.]+)[ \t]*=[ \t]*(\w[\w.]*\.[\w.]*\w)[ 
 _CALL_REV_RE = re.compile(r"\([ \t]*([\w.]+)")  # `name(`
 _REGISTRAR_RE = re.compile(
     r"(?:" + "|".join(map(re.escape, PATCH_REGISTRARS)) + r")\(\s*['\"](?P<target>[\w.]+)['\"]\s*,\s*(?P<value>[\w.]+)")
-_CONFIG_CLASS_RE = re.compile(r"\nclass[ \t]+\w*Config\b")
 _NOT_CALLED = frozenset(keyword.kwlist) | {"print", "len", "range", "isinstance", "getattr", "setattr", "hasattr",
                                           "super", "int", "float", "str", "list", "dict", "tuple", "set", "type"}
 # Top-level modules that are never the project's own code: calls through them are not collected.
@@ -52,7 +52,7 @@ _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 
 
 def _blank_strings(text: str) -> str:
-    """The text with triple-quoted strings (docstrings, templates) replaced by their newlines only."""
+    """The text with triple-quoted strings (docstrings, templates) emptied, their newlines kept."""
     double, single = _QUOTES
     next_double, next_single = text.find(double), text.find(single)
     if next_double == -1 and next_single == -1:
@@ -72,7 +72,7 @@ def _blank_strings(text: str) -> str:
         if end == -1:
             break
         pieces.append(text[pos:start])
-        pieces.append("\n" * text.count("\n", start, end))
+        pieces.append('""' + "\n" * text.count("\n", start, end))  # (an empty string keeps a body a body)
         pos = end + 3
     pieces.append(text[pos:])
     return "".join(pieces)
@@ -118,6 +118,7 @@ def light_summary(text: str) -> Summary:
     owners: List[Tuple[int, int, str, int]] = []  # (start, end offset, qualname, line) of functions/methods
     spans: List[Tuple[int, int]] = []  # every def's (start, end): function-level imports
     entry = False
+    config_spans: List[Tuple[int, int]] = []  # configuration classes: their defaults are read by a small parse
     current_class: Optional[Tuple[int, str, int]] = None  # (end offset, name, method indentation or -1)
     line, pos = 0, 0
     count = masked.count
@@ -149,6 +150,8 @@ def light_summary(text: str) -> Summary:
                          if b.strip() and "=" not in b and re.fullmatch(_DOTTED, b.strip())]
                 classes[found.group(1)] = [line, bases, []]
                 current_class = (_block_end(masked, start, 0), found.group(1), -1)
+                if found.group(1).endswith("Config") or any(b.endswith("Config") for b in bases):
+                    config_spans.append((start, current_class[0]))
         elif first == "i":
             entry = entry or (width == 0 and _MAIN_RE.match(masked, head) is not None)
         else:
@@ -183,11 +186,28 @@ def light_summary(text: str) -> Summary:
                 patches.append([m.group("target"), m.group("value"), count("\n", 0, m.start())])
     if owners:
         _collect_calls(reverse, owners, defs, known)
-    # "light": the syntax tree holds more (step loops, precision, configuration defaults): see summarize()
-    deep = any(w in masked for w in STEP_WORDS) or any(w in masked for w in PRECISION_WORDS) or \
-        _CONFIG_CLASS_RE.search(masked) is not None
-    return {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
-            "defs": defs, "patches": patches, "entry": entry}
+    # "light": the syntax tree holds more (step loops, precision decisions): see summarize()
+    deep = any(w in masked for w in STEP_WORDS) or any(w in masked for w in PRECISION_WORDS)
+    summary = {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
+               "defs": defs, "patches": patches, "entry": entry}
+    config = _config_from_text(masked, config_spans)
+    if config:
+        summary["config"] = config
+    return summary
+
+
+def _config_from_text(masked: str, spans: List[Tuple[int, int]]) -> Dict[str, Dict[str, Any]]:
+    """Defaults of configuration classes, from a parse of each class's own text (a few per project)."""
+    config: Dict[str, Dict[str, Any]] = {}
+    for start, end in spans:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(masked[start:end])
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        config.update(_config_defaults(tree))
+    return config
 
 
 def _mark_function_level(imports: List[list], spans: List[Tuple[int, int]]) -> None:
@@ -277,9 +297,6 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
         summary["models"] = models
     if amp_calls:
         summary["amp_calls"] = amp_calls
-    config = _config_defaults(tree)
-    if config:
-        summary["config"] = config
     return summary
 
 
@@ -483,7 +500,7 @@ class Precision:
                     self._call(node)
             if isinstance(stmt, (ast.With, ast.AsyncWith)):
                 self._autocast_body(stmt)
-        for stmt in statements:  # a model passed to a function carries its precision there
+        for stmt in statements if self.decided else ():  # a model passed to a function carries its precision
             for node in _expressions(stmt):
                 if isinstance(node, ast.Call) and call_text(node.func):
                     for arg in node.args:
