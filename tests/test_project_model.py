@@ -248,3 +248,13 @@ def test_deps_are_stored_and_replayed(tmp_path, monkeypatch, capsys):
     changed[0][-1] = "something else"
     assert not replay(model, changed)
     assert not replay(model, "garbage") and not replay(model, [["no_such_query", 1]])
+
+
+@pytest.mark.parametrize("name", ["step_helper", "monkeypatch", "migration_package"])
+def test_worker_processes_see_the_same_facts(name, tmp_path, monkeypatch, capsys):
+    from ascend_lint import runner
+
+    monkeypatch.setattr(runner, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 2)
+    root = copy_project(name, tmp_path)
+    assert cli(root, "--no-cache", "-j", "2", ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
