@@ -67,20 +67,30 @@ def cache_dir_for(settings: Settings) -> str:
 
 
 def _source_stamp(rules: Sequence[Type[Rule]]) -> List[Tuple[str, int, int]]:
-    """(module file, size, mtime_ns) of ascend-lint's and the rule packages' loaded modules."""
+    """(source file, size, mtime_ns) of every module of ascend-lint and of the rule packages: all of them,
+    whether loaded yet or not, so the key does not depend on what a face happened to import first."""
     tops = {"ascend_lint"} | {r.__module__.split(".", 1)[0] for r in rules}
     stamp = []
-    for name, module in list(sys.modules.items()):
-        if name.split(".", 1)[0] not in tops:
-            continue
+    for top in sorted(tops):
+        module = sys.modules.get(top)
+        for base in list(getattr(module, "__path__", None) or [])[:4]:
+            for directory, dirs, files in os.walk(base):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        path = os.path.join(directory, name)
+                        try:
+                            st = os.stat(path)
+                        except OSError:
+                            continue
+                        stamp.append((top + ":" + os.path.relpath(path, base), st.st_size, st.st_mtime_ns))
         path = getattr(module, "__file__", None)
-        if not path:
-            continue
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        stamp.append((name, st.st_size, st.st_mtime_ns))
+        if path and not getattr(module, "__path__", None):  # a single-module pack
+            try:
+                st = os.stat(path)
+                stamp.append((top, st.st_size, st.st_mtime_ns))
+            except OSError:
+                pass
     stamp.sort()
     return stamp
 
@@ -373,7 +383,7 @@ def _well_formed(entry: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------- the project store
-PROJECT_SCHEMA = 1
+PROJECT_SCHEMA = 2
 
 
 def project_store_dir(settings: Settings, root: str) -> str:
@@ -384,7 +394,7 @@ def project_store_dir(settings: Settings, root: str) -> str:
 
 
 class ProjectStore:
-    """The project index on disk: path -> [size, mtime_ns, sha]; sha -> summary; digest -> model tables."""
+    """The project index on disk: path -> [size, mtime_ns, sha, shape]; sha -> summary; digest -> model."""
 
     def __init__(self, directory: str, folder: str) -> None:
         self.directory = directory  # the cache directory (tagged on first write)
@@ -405,24 +415,29 @@ class ProjectStore:
         self._index_stat = stat
         if isinstance(data, dict) and data.get("schema") == PROJECT_SCHEMA and isinstance(data.get("files"), dict):
             self.index = {k: v for k, v in data["files"].items()
-                          if isinstance(v, list) and len(v) == 3 and type(v[0]) is int and type(v[1]) is int
-                          and isinstance(v[2], str)}
+                          if isinstance(v, list) and len(v) == 4 and type(v[0]) is int and type(v[1]) is int
+                          and isinstance(v[2], str) and isinstance(v[3], str)}
 
-    def stat_hash(self, relpath: str, size: int, mtime_ns: int) -> Optional[str]:
-        """The content hash recorded for a file whose size and mtime have not changed (racy entries: None)."""
+    def stat_entry(self, relpath: str, size: int, mtime_ns: int) -> Optional[Tuple[str, str]]:
+        """(content hash, shape) recorded for a file whose size and mtime have not changed (racy: None)."""
         entry = self.index.get(relpath)
         if entry is None or entry[1] == 0 or entry[0] != size or entry[1] != mtime_ns:
             return None
-        return entry[2]
+        return entry[2], entry[3]
+
+    def recorded(self, relpath: str) -> Optional[Tuple[str, str]]:
+        """(content hash, shape) of the bytes last recorded for a file, whatever its stat."""
+        entry = self.index.get(relpath)
+        return (entry[2], entry[3]) if entry is not None else None
 
     def summary(self, sha: str) -> Optional[Dict[str, Any]]:
         value = self._summaries.get(sha)
         return value if isinstance(value, dict) and value.get("light") is False else None
 
     def put(self, relpath: str, size: int, mtime_ns: int, read_ns: int, sha: str,
-            summary: Optional[Dict[str, Any]]) -> None:
-        """Record a file's stat and hash, and its complete summary."""
-        entry = [size, 0 if mtime_ns + RACY_NS >= read_ns else mtime_ns, sha]
+            summary: Optional[Dict[str, Any]], shape: str) -> None:
+        """Record a file's stat, hash and shape, and its complete summary."""
+        entry = [size, 0 if mtime_ns + RACY_NS >= read_ns else mtime_ns, sha, shape]
         if self.index.get(relpath) != entry:
             self.index[relpath] = entry
             self._index_dirty = True

@@ -267,7 +267,7 @@ def single_file_view(summary: Summary, path: str) -> ProjectView:
     if not name.endswith((".py", ".pyi")):
         name += ".py"
     model = ProjectModel.build({name: summary})
-    return ProjectView(model, model.module_of(name), name)
+    return ProjectView(model, model.module_of(name), name, {name: summary}.get)
 
 
 _HANDLERS: Dict[type, List[Tuple[type, str]]] = {}

@@ -136,7 +136,7 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
         index.complete(skip=[r for r in (index.relpath(p) for p in results) if r is not None])
         final = index.model()
         for path in sorted(results):  # results whose project answers changed are linted again
-            if not replay(final, deps.get(path) or []):
+            if not replay(final, deps.get(path) or [], index.summary_of):
                 outcome = _lint_one(linter, path, None, True, keep_sources)
                 results[path] = FileResult(path, outcome.findings, outcome.source)
                 deps[path] = outcome.deps

@@ -242,12 +242,32 @@ def test_deps_are_stored_and_replayed(tmp_path, monkeypatch, capsys):
     cache = ResultCache.open(settings, rules, registry.fingerprint(), project=True)
     entry = cache.entry(str(root / "utils.py"))
     assert entry is not None and entry[4], "no deps stored"
-    model = ProjectIndex.open([str(root)], settings).model()
-    assert replay(model, entry[4])
+    index = ProjectIndex.open([str(root)], settings)
+    model = index.model()
+    assert replay(model, entry[4], index.summary_of)
+    assert not replay(model, entry[4])  # the reasons name `train.py:8`: the line comes from train.py's summary
     changed = [list(dep) for dep in entry[4]]
     changed[0][-1] = "something else"
-    assert not replay(model, changed)
+    assert not replay(model, changed, index.summary_of)
     assert not replay(model, "garbage") and not replay(model, [["no_such_query", 1]])
+
+
+def test_an_edit_that_only_moves_lines_keeps_the_stored_model(tmp_path, monkeypatch, capsys):
+    from ascend_lint.project import model as model_mod
+
+    root = copy_project("step_helper", tmp_path)
+    cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
+    builds = []
+    original = model_mod.ProjectModel.build
+    monkeypatch.setattr(model_mod.ProjectModel, "build",
+                        classmethod(lambda cls, *a, **k: builds.append(1) or original(*a, **k)))
+    train = root / "train.py"
+    train.write_text("# a comment moves every line down\n" + train.read_text())
+    out = run_stdin(root, "utils.py", (root / "utils.py").read_text(), monkeypatch, capsys)
+    assert "the step loop in `train.py:9` calls it" in out  # the new line, from the stored model
+    found = cli(root, "train.py", "utils.py", monkeypatch=monkeypatch, capsys=capsys)
+    assert ("train.py", 11, "ASC304") in found and ("utils.py", 10, "ASC202") in found
+    assert builds == []
 
 
 @pytest.mark.parametrize("name", ["step_helper", "monkeypatch", "migration_package"])

@@ -22,8 +22,9 @@ Reasons are short phrases that name the other file and line, for messages.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import deque
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .data import HOT_METHODS, framework_kind, migrating_module
 from .summary import Summary
@@ -47,8 +48,48 @@ def module_id(relpath: str) -> str:
     return ".".join(parts)
 
 
-def _where(path: str, line: int) -> str:
-    return f"`{path}:{line}`"
+# Reasons name a place as `path:line`; the model keeps a token instead of the line, filled in from the
+# current summaries when a question is answered, so an edit that only moves lines keeps the model valid.
+PLACE_RE = re.compile("\x00([^\x00\x01]*)\x01(\\w)\x01([^\x00]*)\x00")
+_LINE_FIELDS = {"d": ("defs", 0), "s": ("steps", 1), "p": ("patches", 2), "i": ("imports", 4), "m": ("models", 2),
+                "a": ("amp_calls", 2)}
+
+
+def _where(path: str, kind: str, key: Any) -> str:
+    """A place in a reason: `kind` names the summary record ('d' def, 's' step loop, 'p' patch, 'i' import,
+    'm' model decision, 'a' amp call) and `key` the record (a def's qualname or a list index)."""
+    return f"`\x00{path}\x01{kind}\x01{key}\x00`"
+
+
+def line_of(summary: Optional[Summary], kind: str, key: str) -> Optional[int]:
+    """The line of a place token's record in a file's current summary."""
+    if summary is None or kind not in _LINE_FIELDS:
+        return None
+    field, position = _LINE_FIELDS[kind]
+    records = summary.get(field)
+    try:
+        record = records[key] if isinstance(records, dict) else records[int(key)]
+        return int(record[position])
+    except (KeyError, IndexError, ValueError, TypeError):
+        return None
+
+
+def format_places(value: Any, summary_of: Callable[[str], Optional[Summary]]) -> Any:
+    """An answer with its place tokens turned into `path:line` (lines from `summary_of(path)`)."""
+    if isinstance(value, str):
+        if "\x00" not in value:
+            return value
+
+        def place(m: "re.Match[str]") -> str:
+            line = line_of(summary_of(m.group(1)), m.group(2), m.group(3))
+            return f"{m.group(1)}:{line}" if line is not None else m.group(1)
+
+        return PLACE_RE.sub(place, value)
+    if isinstance(value, list):
+        return [format_places(v, summary_of) for v in value]
+    if isinstance(value, dict):
+        return {k: format_places(v, summary_of) for k, v in value.items()}
+    return value
 
 
 class _Resolver:
@@ -451,8 +492,7 @@ class _Builder:
         if split is None:
             return qual
         mid, owner = split
-        line = self.summary(mid).get("defs", {}).get(owner, [0])[0]
-        return f"`{owner}` in {_where(self.path(mid), line)}"
+        return f"`{owner}` in {_where(self.path(mid), 'd', owner)}"
 
     def _roles(self) -> None:
         self.hot_set = {q for q, _ in self.hot_methods()}
@@ -468,10 +508,10 @@ class _Builder:
         self._propagate_from(queue_roots, "hot")
         step_roots: List[Tuple[str, str, int]] = []
         for mid in sorted(self.r.by_id):
-            for owner, line, calls in self.summary(mid).get("steps", ()):
+            for number, (owner, _line, calls) in enumerate(self.summary(mid).get("steps", ())):
                 if self.is_test(mid, owner):
                     continue
-                where = _where(self.path(mid), line)
+                where = _where(self.path(mid), "s", number)
                 for name in sorted(calls):
                     callee = self.function(mid, name, owner)
                     if callee is not None and callee not in self.hot_set and callee not in self.model.roles:
@@ -499,8 +539,8 @@ class _Builder:
         self.assigned_forwards: Dict[str, str] = {}
         replaced = self.model.replaced_names
         for mid in sorted(self.r.by_id):
-            for target, value, line in self.summary(mid).get("patches", ()):
-                where = _where(self.path(mid), line)
+            for number, (target, value, _line) in enumerate(self.summary(mid).get("patches", ())):
+                where = _where(self.path(mid), "p", number)
                 head, _, attr = target.rpartition(".")
                 owner = self._patched_owner(mid, head)
                 new = self.function(mid, value)
@@ -576,13 +616,13 @@ class _Builder:
                 yield parent, line
 
     def _direct_migration(self, mid: str, function_level: bool) -> Optional[str]:
-        for module, name, _asname, level, line, in_func in self.summary(mid).get("imports", ()):
+        for number, (module, name, _asname, level, _line, in_func) in enumerate(self.summary(mid).get("imports", ())):
             if level or (in_func and not function_level):
                 continue
             full = f"{module}.{name}" if name and name != "*" else module
             known = migrating_module(full, self.extra) or migrating_module(module, self.extra)
             if known:
-                return f"{_where(self.path(mid), line)} imports `{known}`"
+                return f"{_where(self.path(mid), 'i', number)} imports `{known}`"
         return None
 
     def _applies_at_import(self, mid: str, memo: Dict[str, Optional[str]]) -> Optional[str]:
@@ -643,20 +683,20 @@ class _Builder:
         by_class: Dict[str, List[Tuple[str, str]]] = {}
         for mid in sorted(self.r.by_id):
             summary = self.summary(mid)
-            for cls_text, dtype, line, how, _owner in summary.get("models", ()):
+            for number, (cls_text, dtype, _line, how, _owner) in enumerate(summary.get("models", ())):
                 resolved = self.r.resolve(mid, cls_text)
                 if resolved is None or not resolved[1]:
                     continue
                 split = self.r.split(resolved[0])
                 if split is None or not split[1] or "." in split[1]:
                     continue
-                reason = f"{how} in {_where(self.path(mid), line)}"
+                reason = f"{how} in {_where(self.path(mid), 'm', number)}"
                 self._precision_down(f"{split[0]}.{split[1]}", dtype, reason, by_class, 0, set())
-            for callee, dtype, line, how in summary.get("amp_calls", ()):
+            for number, (callee, dtype, _line, how) in enumerate(summary.get("amp_calls", ())):
                 target = self.function(mid, callee)
                 if target is not None:
                     self.model.function_precisions.setdefault(
-                        target, [dtype, f"{how} in {_where(self.path(mid), line)}"])
+                        target, [dtype, f"{how} in {_where(self.path(mid), 'a', number)}"])
         for qual, decisions in by_class.items():
             low = [d for d in decisions if d[0] != "fp32"]
             self.model.class_precisions[qual] = list(low[0] if low else decisions[0])

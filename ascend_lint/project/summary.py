@@ -651,3 +651,25 @@ def _config_defaults(tree: ast.Module) -> Dict[str, Dict[str, Any]]:
         if values:
             out[stmt.name] = values
     return out
+
+
+# ----------------------------------------------------------------------------- shape
+def shape_of(summary: Summary) -> str:
+    """A digest of everything in a summary but its line numbers: an edit that only moves lines keeps the
+    shape, and the project model (whose reasons hold places, not lines) stays valid."""
+    import hashlib
+    import json
+
+    shape = {
+        "light": summary.get("light"), "entry": summary.get("entry"),
+        "imports": [r[:4] + r[5:] for r in summary.get("imports", ())],
+        "classes": {k: v[1:] for k, v in summary.get("classes", {}).items()},
+        "defs": {k: v[2] for k, v in summary.get("defs", {}).items()},
+        "patches": [r[:2] for r in summary.get("patches", ())],
+        "steps": [[r[0], sorted(r[2])] for r in summary.get("steps", ())],
+        "models": [r[:2] + r[3:] for r in summary.get("models", ())],
+        "amp_calls": [r[:2] + r[3:] for r in summary.get("amp_calls", ())],
+        "config": summary.get("config", {}),
+    }
+    blob = json.dumps(shape, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha1(blob.encode("utf-8", "surrogatepass")).hexdigest()

@@ -5,9 +5,12 @@ A lint result is valid under a model as long as every recorded question gets the
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
-from .model import ProjectModel
+from .model import ProjectModel, format_places
+from .summary import Summary
+
+SummaryOf = Callable[[str], Optional[Summary]]
 
 Deps = List[list]  # [[query, args..., answer], ...] in the order first asked
 
@@ -15,10 +18,12 @@ Deps = List[list]  # [[query, args..., answer], ...] in the order first asked
 class ProjectView:
     """One file's window on a ProjectModel; `module` is the file's module id (None: not in the project)."""
 
-    def __init__(self, model: Optional[ProjectModel], module: Optional[str], path: str = "") -> None:
+    def __init__(self, model: Optional[ProjectModel], module: Optional[str], path: str = "",
+                 summary_of: Optional[SummaryOf] = None) -> None:
         self.model = model
         self.module = module
         self.path = path  # the file's path relative to the project root ('/'-separated)
+        self.summary_of = summary_of  # current summaries: the lines of the places that reasons name
         self._answers: Dict[tuple, Any] = {}
 
     @property
@@ -28,7 +33,7 @@ class ProjectView:
     def _ask(self, key: tuple) -> Any:
         if key in self._answers:
             return self._answers[key]
-        answer = _answer(self.model, key) if self.model is not None else None
+        answer = _answer(self.model, key, self.summary_of) if self.model is not None else None
         self._answers[key] = answer
         return answer
 
@@ -69,12 +74,17 @@ _QUERIES = {"class_kind", "function_role", "module_facts", "migrated", "replaced
             "config_default"}
 
 
-def _answer(model: ProjectModel, key: tuple) -> Any:
-    return getattr(model, key[0])(*key[1:])
+def _no_summary(path: str) -> Optional[Summary]:
+    return None
 
 
-def replay(model: Optional[ProjectModel], deps: Any) -> bool:
-    """Do the recorded questions get the same answers from `model`? (False on malformed deps.)"""
+def _answer(model: ProjectModel, key: tuple, summary_of: Optional[SummaryOf] = None) -> Any:
+    return _plain(format_places(getattr(model, key[0])(*key[1:]), summary_of or _no_summary))
+
+
+def replay(model: Optional[ProjectModel], deps: Any, summary_of: Optional[SummaryOf] = None) -> bool:
+    """Do the recorded questions get the same answers from `model` (places read from `summary_of`)?
+    False on malformed deps."""
     if not isinstance(deps, list):
         return False
     for dep in deps:
@@ -82,7 +92,7 @@ def replay(model: Optional[ProjectModel], deps: Any) -> bool:
             return False
         key, answer = tuple(dep[:-1]), dep[-1]
         try:
-            fresh = _answer(model, key) if model is not None else None
+            fresh = _answer(model, key, summary_of) if model is not None else None
         except TypeError:  # wrong arity: written by another version
             return False
         if _plain(fresh) != answer:
