@@ -76,7 +76,7 @@ class ProjectIndex:
         self.settings = settings
         self.store = store  # a cache.ProjectStore, or None (no cache)
         self.hashes: Dict[str, str] = {}  # relpath -> content hash ("buffer:..." for editor buffers)
-        self.shapes: Dict[str, str] = {}  # relpath -> shape of its summary
+        self.shapes: Dict[str, Optional[str]] = {}  # relpath -> shape of its summary (None: not computed yet)
         self.summaries = _Summaries(self)
         self._model: Optional[ProjectModel] = None
         self._digest: Optional[str] = None
@@ -156,7 +156,7 @@ class ProjectIndex:
 
     def _set(self, rel: str, summary: Summary, sha: str) -> None:
         self.summaries[rel] = summary
-        self.shapes[rel] = shape_of(summary)
+        self.shapes[rel] = None  # computed when a digest needs it
         if sha:
             self.hashes[rel] = sha
         else:
@@ -176,8 +176,14 @@ class ProjectIndex:
             self._set(rel, light_summary(text) if text is not None else _empty(), sha)
         if self.store is not None and st is not None:
             self.store.put(rel, st.st_size, st.st_mtime_ns, read_ns or time.time_ns(), sha,
-                           self.summaries.get(rel), self.shapes[rel])
+                           self.summaries.get(rel), self.shape(rel))
         return stored is not None
+
+    def shape(self, rel: str) -> str:
+        shape = self.shapes.get(rel)
+        if shape is None:
+            shape = self.shapes[rel] = shape_of(self.summaries[rel])
+        return shape
 
     def update(self, path: str, summary: Optional[Summary], sha: str = "", size: int = 0, mtime_ns: int = 0,
                read_ns: int = 0) -> None:
@@ -186,16 +192,16 @@ class ProjectIndex:
         if rel is None:
             return
         summary = summary if summary is not None else _empty()
-        shape = shape_of(summary)
-        if self.shapes.get(rel) != shape or self.summaries.get(rel) != summary:
+        if self.summaries.get(rel) != summary:
+            old_shape = self.shapes.get(rel) if self.store is not None else None
             self.summaries[rel] = summary
-            if self.shapes.get(rel) != shape:
-                self.shapes[rel] = shape
-                self._model = None
+            self.shapes[rel] = None
+            if old_shape is None or self.shape(rel) != old_shape:
+                self._model = None  # (the same shape: only lines moved, the model stands)
         if sha:
             self.hashes[rel] = sha
             if self.store is not None:
-                self.store.put(rel, size, mtime_ns, read_ns, sha, summary, shape)
+                self.store.put(rel, size, mtime_ns, read_ns, sha, summary, self.shape(rel))
 
     def refresh(self, path: str, text: str, tree: Any = None) -> None:
         """Replace one file's summary from a buffer (stdin, an editor, flake8's lines); nothing is stored."""
@@ -235,7 +241,7 @@ class ProjectIndex:
     # ----------------------------------------------------------------- model
     def digest(self) -> str:
         """A digest of everything the model is built from: the summaries' shapes and the settings."""
-        blob = json.dumps([SUMMARY_SCHEMA, sorted(self.shapes.items()),
+        blob = json.dumps([SUMMARY_SCHEMA, sorted((rel, self.shape(rel)) for rel in self.shapes),
                            getattr(self.settings, "runtime_migration", "auto"),
                            list(getattr(self.settings, "migrating_modules", []))], default=repr)
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
@@ -245,8 +251,8 @@ class ProjectIndex:
         it has a model of these shapes)."""
         if self._model is not None:
             return self._model
-        digest = self.digest()
-        tables = self.store.model(digest) if self.store is not None else None
+        digest = self.digest() if self.store is not None else None
+        tables = self.store.model(digest) if digest is not None else None
         if tables is not None:
             self._model = ProjectModel(tables)
         else:

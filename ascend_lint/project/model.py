@@ -130,10 +130,10 @@ class _Resolver:
         """The module id an absolute import of `name` from module `importer` loads, if it is the project's."""
         if not name:
             return None
-        rel = self.by_id.get(importer, "") if importer is not None else ""
-        key = (name, posixpath.dirname(rel) if rel else "")
+        key = (name, importer or "")
         if key in self._found:
             return self._found[key]
+        rel = self.by_id.get(importer, "") if importer is not None else ""
         found = self._find_module(name, importer, rel)
         self._found[key] = found
         return found
