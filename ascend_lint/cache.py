@@ -465,7 +465,8 @@ class ProjectStore:
                 _write_json(os.path.join(self.folder, "index.json"), {"schema": PROJECT_SCHEMA, "files": self.index})
                 self._index_dirty = False
             if digest is not None and tables is not None and self.model(digest) is None:
-                _write_json(os.path.join(self.folder, f"model-{digest[:32]}.json"), {"digest": digest, "tables": tables})
+                _write_json(os.path.join(self.folder, f"model-{digest[:32]}.json"),
+                            {"digest": digest, "tables": tables})
                 models = sorted((os.stat(os.path.join(self.folder, n)).st_mtime, n)
                                 for n in os.listdir(self.folder) if n.startswith("model-"))
                 for _, name in models[:-MODELS_KEPT]:

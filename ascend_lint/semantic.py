@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from .fileio import split_lines
 from .project.data import HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, framework_kind
+from .project.summary import call_text
 from .project.view import NULL_VIEW, ProjectView
 from .rule import Span
 
@@ -231,19 +232,19 @@ class FileContext:
         name = self.qualname(node)
         if name is not None:
             return name
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name) or self.is_local(node.id):
+        text = call_text(node)
+        if text is None:
             return None
-        base = self.relative_aliases.get(node.id)
+        root, _, rest = text.partition(".")
+        if self.is_local(root):
+            return None
+        base = self.relative_aliases.get(root)
         if base is None and self.module is not None and (
-                node.id in self.local_classes or node.id in self._top_level_names()):
-            base = f"{self.module}.{node.id}" if self.module else node.id
+                root in self.local_classes or root in self._top_level_names()):
+            base = f"{self.module}.{root}" if self.module else root
         if base is None:
             return None
-        return ".".join([base] + list(reversed(parts)))
+        return f"{base}.{rest}" if rest else base
 
     def _top_level_names(self) -> Set[str]:
         return {s.name for s in self.tree.body if isinstance(s, (ast.ClassDef,) + FUNC_TYPES)}

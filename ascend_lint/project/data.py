@@ -69,9 +69,9 @@ PATCH_REGISTRARS: Dict[str, Tuple[int, int]] = {"register_patch": (0, 1)}
 # Text that makes a file worth a full look for step loops (a superset of semantic.is_step_call's names).
 STEP_WORDS = ("backward(", ".step(", "train_one_step", "train_step", "train_net", "train_network", "optimizer(")
 # Text that makes a file worth a full look for precision decisions about the models it trains.
-PRECISION_WORDS = ("amp.initialize", "amp_level", ".half()", ".bfloat16()", "to_float", "float16)", " Model(", "=Model(", "TrainOneStep",
-                   "MixedPrecision", "param_dtype", "autocast", "build_train_network", "auto_mixed_precision",
-                   "add_flags_recursive")
+PRECISION_WORDS = ("amp.initialize", "amp_level", ".half()", ".bfloat16()", "to_float", "float16)", " Model(",
+                   "=Model(", "TrainOneStep", "MixedPrecision", "param_dtype", "autocast", "build_train_network",
+                   "auto_mixed_precision", "add_flags_recursive")
 
 
 def framework_kind(qualname: str) -> Optional[str]:

@@ -70,7 +70,8 @@ class ProjectView:
 
 
 _NO_FACTS: Dict[str, Any] = {"roles": {}, "replaced": {}}
-_QUERIES = {"class_kind", "function_role", "module_facts", "migrated", "replaced", "class_precision", "function_precision",
+_QUERIES = {"class_kind", "function_role", "module_facts", "migrated", "replaced", "class_precision",
+            "function_precision",
             "config_default"}
 
 
