@@ -278,3 +278,25 @@ def test_worker_processes_see_the_same_facts(name, tmp_path, monkeypatch, capsys
     monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 2)
     root = copy_project(name, tmp_path)
     assert cli(root, "--no-cache", "-j", "2", ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
+
+
+def test_the_index_api_an_editor_uses(tmp_path):
+    """One entry point: open the index of a file's project, lint a buffer with it, refresh from edits."""
+    from ascend_lint.config import load_settings
+    from ascend_lint.project.index import ProjectIndex
+    from ascend_lint.registry import load_registry, select_rules
+
+    root = copy_project("step_helper", tmp_path)
+    settings = load_settings(None, False, str(root))
+    rules, _ = select_rules(load_registry(), settings)
+    index = ProjectIndex.open([str(root / "utils.py")], settings)
+    assert index.root == str(root)
+    linter = Linter(rules, settings, project=index)
+    utils = (root / "utils.py").read_text()
+    assert [f.code for f in linter.check(utils, str(root / "utils.py"))] == ["ASC203", "ASC202"]
+    # the training script is edited in the editor (not saved): its buffer replaces its summary
+    train = (root / "train.py").read_text().replace("        sync_all()\n", "")
+    index.refresh(str(root / "train.py"), train)
+    assert [f.code for f in linter.check(utils, str(root / "utils.py"))] == ["ASC203"]
+    view = index.view_for(str(root / "utils.py"))
+    assert view.module_facts()["roles"]["log_metrics"] == ["step", "the step loop in `train.py:8` calls it"]
