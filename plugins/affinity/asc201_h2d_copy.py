@@ -36,7 +36,7 @@ class HostToDeviceCopyInForward(Rule):
              "constructors, over numpy arrays or Python lists/ranges) that is moved to the device with "
              "`.to(<device>)`, `.npu()` or `.cuda()`, or created with `device=<not cpu>`. In a MindSpore "
              "`construct`, `Tensor(...)` / `mindspore.tensor(...)` built from numpy or Python data is itself "
-             "the per-call copy and is flagged without a move.",
+             "the per-call copy and is flagged without a move. Through the project model, a function called from such a method (in any module, up to three calls deep) or assigned as one by a monkey-patch is hot too, and a class deriving from a model base defined in another module or from a well-known third-party base (transformers, mmengine, Megatron, mindformers) is a model.",
         why="Every call pays a host-to-device copy: the host builds the tensor, queues the copy and the "
             "operators after it wait for the transfer. In the ShuffleNetV2 port to Ascend 910, "
             "`index.to('npu')` in `forward` was removed by registering the index tensors as module buffers "

@@ -36,7 +36,7 @@ class DynamicShapeInForward(Rule):
              "`torch.where` (function or method form, and their MindSpore `ops` twins), boolean-mask "
              "indexing `x[mask]` and boolean-mask assignment `x[mask] = v`. A mask is a comparison, a "
              "predicate (`eq`, `isnan`, `logical_and`, `.bool()`, ...), `~`/`&`/`|` of masks, or a local "
-             "name bound to one or called `*mask*`.",
+             "name bound to one or called `*mask*`. Through the project model, a function called from such a method (in any module, up to three calls deep) or assigned as one by a monkey-patch is hot too, and a class deriving from a model base defined in another module or from a well-known third-party base (transformers, mmengine, Megatron, mindformers) is a model.",
         why="These ops give outputs whose shape depends on the data. On Ascend an operator is compiled "
             "for each new shape (CANN migration guide: dynamic shapes recompile operators repeatedly and run "
             "slowly), the host must wait for the device to learn the output size, and NonZero / Index / "
