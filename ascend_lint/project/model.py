@@ -110,7 +110,8 @@ class _Resolver:
             if chain != mid:
                 self.aliases.setdefault(chain, []).append(mid)
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
-        self._found: Dict[Tuple[str, str], Optional[str]] = {}
+        self._found: Dict[Tuple[str, str, bool], Optional[str]] = {}
+        self._dirs: Dict[str, str] = {}
 
     def _chain_name(self, rel: str) -> str:
         """The name Python gives the module when its outermost package directory is on sys.path."""
@@ -130,10 +131,13 @@ class _Resolver:
         """The module id an absolute import of `name` from module `importer` loads, if it is the project's."""
         if not name:
             return None
-        key = (name, importer or "")
+        rel = self.by_id.get(importer, "") if importer is not None else ""
+        directory = self._dirs.get(rel)
+        if directory is None:
+            directory = self._dirs[rel] = posixpath.dirname(rel)
+        key = (name, directory, rel.endswith("__init__.py"))
         if key in self._found:
             return self._found[key]
-        rel = self.by_id.get(importer, "") if importer is not None else ""
         found = self._find_module(name, importer, rel)
         self._found[key] = found
         return found
@@ -356,6 +360,7 @@ class _Builder:
         self.model = ProjectModel()
         self.kinds: Dict[str, Optional[str]] = {}
         self._imports_memo: Dict[Tuple[str, bool], List[Tuple[str, int]]] = {}
+        self._parent_memo: Dict[str, List[str]] = {}
 
     def summary(self, mid: str) -> Summary:
         return self.r.files[self.r.by_id[mid]]
@@ -608,12 +613,15 @@ class _Builder:
                         if sub is not None:
                             yield sub, line
 
-    def _parents(self, mid: str, line: int) -> Iterable[Tuple[str, int]]:
-        parts = mid.split(".")
-        for i in range(1, len(parts)):
-            parent = ".".join(parts[:i])
-            if parent in self.r.by_id and self.r.by_id[parent].endswith("__init__.py"):
-                yield parent, line
+    def _parents(self, mid: str, line: int) -> List[Tuple[str, int]]:
+        """The package `__init__` modules that importing `mid` runs first."""
+        parents = self._parent_memo.get(mid)
+        if parents is None:
+            parts = mid.split(".")
+            parents = self._parent_memo[mid] = [
+                p for p in (".".join(parts[:i]) for i in range(1, len(parts)))
+                if p in self.r.by_id and self.r.by_id[p].endswith("__init__.py")]
+        return [(p, line) for p in parents]
 
     def _direct_migration(self, mid: str, function_level: bool) -> Optional[str]:
         for number, (module, name, _asname, level, _line, in_func) in enumerate(self.summary(mid).get("imports", ())):

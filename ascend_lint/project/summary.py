@@ -196,17 +196,50 @@ def light_summary(text: str) -> Summary:
     return summary
 
 
+_INIT_RE = re.compile(r"\n([ \t]+)def[ \t]+__init__[ \t]*\(")
+_BODY_RE = re.compile(r"\n([ \t]+)\S")
+_FIELD_RE = re.compile(r"\n([ \t]+)(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([^\n#]+?)[ \t]*(?=\n|#)")
+
+
 def _config_from_text(masked: str, spans: List[Tuple[int, int]]) -> Dict[str, Dict[str, Any]]:
-    """Defaults of configuration classes, from a parse of each class's own text (a few per project)."""
+    """Defaults of configuration classes: class fields (`hidden_act: str = "silu"`) and `__init__` defaults,
+    read with a small parse of the signature alone (a few classes per project)."""
     config: Dict[str, Dict[str, Any]] = {}
     for start, end in spans:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(masked[start:end])
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        config.update(_config_defaults(tree))
+        header = masked[start:masked.find("\n", start + 1) if masked.find("\n", start + 1) != -1 else end]
+        name = header.split()[1].split("(")[0].split(":")[0] if len(header.split()) > 1 else ""
+        values: Dict[str, Any] = {}
+        first = _BODY_RE.search(masked, start + 1, end)
+        body_indent = first.group(1) if first else None
+        for m in _FIELD_RE.finditer(masked, start, end):
+            if m.group(1) != body_indent:
+                continue  # an assignment inside a method
+            try:
+                values[m.group(2)] = ast.literal_eval(m.group(3))
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+        init = _INIT_RE.search(masked, start, end)
+        if init is not None:
+            close = masked.find(":\n", init.end())
+            signature = masked[init.start() + 1:close + 1] if close != -1 else ""
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(signature.strip() + " pass")
+                func = tree.body[0]
+                if isinstance(func, ast.FunctionDef):
+                    args = func.args
+                    positional = args.posonlyargs + args.args
+                    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+                    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+                    for arg, default in pairs:
+                        if isinstance(default, ast.Constant):
+                            values[arg.arg] = default.value
+            except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+                pass
+        values = {k: v for k, v in values.items() if isinstance(v, (str, int, float, bool)) or v is None}
+        if values and name:
+            config[name] = values
     return config
 
 
@@ -621,36 +654,6 @@ def _autocast(stmt: ast.AST) -> Optional[str]:
                 return None
             return _dtype_of(_kw(expr, "dtype")) or "fp16"
     return None
-
-
-# ----------------------------------------------------------------------------- configuration classes
-def _config_defaults(tree: ast.Module) -> Dict[str, Dict[str, Any]]:
-    """{class: {attribute: default}} for top-level `*Config` classes: `__init__` defaults, class fields."""
-    out: Dict[str, Dict[str, Any]] = {}
-    for stmt in tree.body:
-        if not (isinstance(stmt, ast.ClassDef) and (stmt.name.endswith("Config") or any(
-                (call_text(b) or "").endswith("Config") for b in stmt.bases))):
-            continue
-        values: Dict[str, Any] = {}
-        for item in stmt.body:
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and \
-                    isinstance(item.value, ast.Constant):
-                values[item.target.id] = item.value.value
-            elif isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name) \
-                    and isinstance(item.value, ast.Constant):
-                values[item.targets[0].id] = item.value.value
-            elif isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                args = item.args
-                positional = args.posonlyargs + args.args
-                pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-                pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-                for arg, default in pairs:
-                    if isinstance(default, ast.Constant):
-                        values[arg.arg] = default.value
-        values = {k: v for k, v in values.items() if isinstance(v, (str, int, float, bool)) or v is None}
-        if values:
-            out[stmt.name] = values
-    return out
 
 
 # ----------------------------------------------------------------------------- shape
