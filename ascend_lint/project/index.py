@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from .model import ProjectModel, module_id
+from .model import MODEL_SCHEMA, ProjectModel, module_id
 from .root import find_project_root
 from .summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, summarize
 from .view import ProjectView
@@ -241,7 +241,7 @@ class ProjectIndex:
     # ----------------------------------------------------------------- model
     def digest(self) -> str:
         """A digest of everything the model is built from: the summaries' shapes and the settings."""
-        blob = json.dumps([SUMMARY_SCHEMA, sorted((rel, self.shape(rel)) for rel in self.shapes),
+        blob = json.dumps([SUMMARY_SCHEMA, MODEL_SCHEMA, sorted((rel, self.shape(rel)) for rel in self.shapes),
                            getattr(self.settings, "runtime_migration", "auto"),
                            list(getattr(self.settings, "migrating_modules", []))], default=repr)
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
@@ -253,7 +253,7 @@ class ProjectIndex:
             return self._model
         digest = self.digest() if self.store is not None else None
         tables = self.store.model(digest) if digest is not None else None
-        if tables is not None:
+        if tables is not None and tables.get("schema") == MODEL_SCHEMA:
             self._model = ProjectModel(tables)
         else:
             files = {rel: self.summaries[rel] for rel in self.shapes}

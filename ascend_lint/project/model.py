@@ -33,7 +33,7 @@ CALL_DEPTH = 3  # calls followed from a hot method or a step loop
 ALIAS_DEPTH = 6  # re-exports followed (`from .impl import X` in a package __init__)
 HIERARCHY_DEPTH = 12  # base classes followed
 PRECISION_DEPTH = 4  # sub-models followed from a trained model class (`self.attn = Attention(...)`)
-MODEL_SCHEMA = 1
+MODEL_SCHEMA = 2
 TEST_PREFIXES = ("test", "bench")  # as FileContext.in_test_code
 
 Reason = str
@@ -264,22 +264,28 @@ class ProjectModel:
 
     def __init__(self, tables: Optional[Dict[str, Any]] = None) -> None:
         tables = tables or {}
-        self.modules: Dict[str, str] = tables.get("modules", {})  # relpath -> module id
+        self.module_ids: Set[str] = set(tables.get("module_ids", ()))
         self.kinds: Dict[str, str] = tables.get("kinds", {})
-        self.roles: Dict[str, List[str]] = tables.get("roles", {})
-        self.migrated_modules: Dict[str, str] = tables.get("migrated", {})
-        self.replaced_names: Dict[str, str] = tables.get("replaced", {})
+        self.roles: Dict[str, List[str]] = {}
+        self.replaced_names: Dict[str, str] = {}
+        self._by_module: Optional[Dict[str, Dict[str, Any]]] = None
+        for mid, facts in tables.get("facts", {}).items():  # stored per module (see tables())
+            prefix = f"{mid}." if mid else ""
+            self.roles.update((prefix + local, role) for local, role in facts.get("roles", {}).items())
+            self.replaced_names.update((prefix + local, why) for local, why in facts.get("replaced", {}).items())
+        reasons = tables.get("reasons", [])
+        self.migrated_modules: Dict[str, str] = {
+            mid: reasons[i] for mid, i in tables.get("migrated", {}).items() if isinstance(i, int) and i < len(reasons)}
         self.class_precisions: Dict[str, List[str]] = tables.get("class_precision", {})
         self.function_precisions: Dict[str, List[str]] = tables.get("function_precision", {})
         self.config: Dict[str, Dict[str, Any]] = tables.get("config", {})
         self.aliases: Dict[str, str] = tables.get("aliases", {})  # re-exported name -> defining name
         self.all_migrated: bool = tables.get("all_migrated", False)
-        self._by_module: Optional[Dict[str, Dict[str, Any]]] = None
-        self._module_ids: Optional[Set[str]] = None
 
     # ------------------------------------------------------------------ queries
     def module_of(self, relpath: str) -> Optional[str]:
-        return self.modules.get(relpath)
+        mid = module_id(relpath)
+        return mid if mid in self.module_ids else None
 
     def canonical(self, qualname: str) -> str:
         return self.aliases.get(qualname, qualname)
@@ -305,14 +311,12 @@ class ProjectModel:
 
     def _split_local(self, qual: str) -> Tuple[Optional[str], str]:
         """('module id', 'Class.method') of a project qualname."""
-        if self._module_ids is None:
-            self._module_ids = set(self.modules.values())
         parts = qual.split(".")
         for i in range(len(parts) - 1, 0, -1):
             head = ".".join(parts[:i])
-            if head in self._module_ids:
+            if head in self.module_ids:
                 return head, ".".join(parts[i:])
-        return ("", qual) if "" in self._module_ids else (None, qual)
+        return ("", qual) if "" in self.module_ids else (None, qual)
 
     def migrated(self, module: str) -> Optional[str]:
         if self.all_migrated:
@@ -339,8 +343,17 @@ class ProjectModel:
         return next(iter(seen.values())) if len(seen) == 1 else None
 
     def tables(self) -> Dict[str, Any]:
-        return {"schema": MODEL_SCHEMA, "modules": self.modules, "kinds": self.kinds, "roles": self.roles,
-                "migrated": self.migrated_modules, "replaced": self.replaced_names,
+        """The model as plain JSON-able tables: facts per module, migration reasons stored once."""
+        self.module_facts("")  # (fills the per-module index)
+        reasons: List[str] = []
+        numbers: Dict[str, int] = {}
+        for reason in self.migrated_modules.values():
+            if reason not in numbers:
+                numbers[reason] = len(reasons)
+                reasons.append(reason)
+        return {"schema": MODEL_SCHEMA, "module_ids": sorted(self.module_ids), "kinds": self.kinds,
+                "facts": self._by_module, "reasons": reasons,
+                "migrated": {mid: numbers[r] for mid, r in self.migrated_modules.items()},
                 "class_precision": self.class_precisions, "function_precision": self.function_precisions,
                 "config": self.config, "aliases": self.aliases, "all_migrated": self.all_migrated}
 
@@ -370,7 +383,7 @@ class _Builder:
 
     def build(self) -> ProjectModel:
         m = self.model
-        m.modules = {rel: mid for mid, rel in self.r.by_id.items()}
+        m.module_ids = set(self.r.by_id)
         for mid in self.r.by_id:
             for name in self.summary(mid).get("classes", ()):
                 kind = self.class_kind(f"{mid}.{name}")
