@@ -306,6 +306,7 @@ class FileContext:
     def class_kind(self, bases: List[ast.expr]) -> Optional[str]:
         """The kind of a class with these bases: a framework base (torch.nn, mindspore.nn, autograd), a
         well-known third-party model base, a class of this file, or (project model) of another module."""
+        unresolved = False
         for base in bases:
             if isinstance(base, ast.Name) and self.local_classes.get(base.id):
                 return self.local_classes[base.id]
@@ -314,8 +315,14 @@ class FileContext:
                 kind = framework_kind(name)
                 if kind is not None:
                     return kind
-            name = self.project_name(base) if self.module is not None else None
-            if name:
+            unresolved = unresolved or name is not None or self.project_name(base) is not None
+        if unresolved and self.module is not None:
+            # a base from another module: the project model resolved this very class's hierarchy
+            # (package re-exports, src/ layouts, script directories)
+            own = next((s.name for s in self.tree.body if isinstance(s, ast.ClassDef) and s.bases is bases), None)
+            names = [f"{self.module}.{own}" if self.module else own] if own else [
+                n for n in (self.project_name(b) for b in bases) if n]
+            for name in names:
                 kind = self.project.class_kind(name)
                 if kind is not None:
                     return kind

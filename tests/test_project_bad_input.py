@@ -136,3 +136,31 @@ def test_summaries_of_odd_text_do_not_fail(text):
     except SyntaxError:
         return
     json.dumps(summarize(tree, text))
+
+
+def test_module_names_src_layout_namespace_packages_and_script_directories(tmp_path, monkeypatch, capsys):
+    files = {
+        "pyproject.toml": "[tool.ascend-lint]\n",
+        "src/pkg/__init__.py": "from .base import Base\n",
+        "src/pkg/base.py": "from torch import nn\n\nclass Base(nn.Module):\n    pass\n",
+        "src/pkg/layers.py": "import torch\nfrom pkg import Base\n\nclass Layer(Base):\n    def forward(self, x):\n"
+                             "        torch.npu.synchronize()\n        return x\n",
+        "ns/sub/util.py": "import torch\n\ndef helper(x):\n    torch.npu.synchronize()\n    return x\n",
+        "ns/sub/mod.py": "import torch\nfrom ns.sub.util import helper\n\nclass M(torch.nn.Module):\n"
+                         "    def forward(self, x):\n        return helper(x)\n",
+        "tools/run/local_utils.py": "def step_helper(x):\n    return x\n",
+        "other/local_utils.py": "def step_helper(x):\n    return x\n",
+        "tools/run/train.py": "from local_utils import step_helper\n",
+    }
+    write(tmp_path, files)
+    found = check(tmp_path, monkeypatch, capsys)
+    assert sorted((os.path.relpath(f["filename"], tmp_path).replace(os.sep, "/"), f["code"]) for f in found) == [
+        ("ns/sub/util.py", "ASC202"),  # a namespace package: hot through M.forward
+        ("src/pkg/layers.py", "ASC202"),  # a base re-exported by a package of a src/ layout
+    ]
+    model = ProjectModel.build({rel: light_summary(text) for rel, text in files.items() if rel.endswith(".py")})
+    assert model.class_kind("src.pkg.layers.Layer") == "module"
+    from ascend_lint.project.model import _Resolver
+
+    resolver = _Resolver({rel: light_summary(text) for rel, text in files.items() if rel.endswith(".py")})
+    assert resolver.find_module("local_utils", "tools.run.train") == "tools.run.local_utils"  # the script's dir
