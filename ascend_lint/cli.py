@@ -235,13 +235,14 @@ def run_check(args: argparse.Namespace) -> int:
         print("warning: No Python files found under the given path(s)", file=sys.stderr)
     from .runner import lint_targets
 
+    index = open_project(paths, settings, args, [t.path for t in targets])
     cache = None
     if not args.no_cache:
         from .cache import ResultCache
 
-        cache = ResultCache.open(settings, linter.rules, registry.fingerprint())
+        cache = ResultCache.open(settings, linter.rules, registry.fingerprint(), project=True)
     keep_sources = bool(settings.fix or args.diff or args.add_noqa)  # else reports read lines lazily
-    results += lint_targets(linter, targets, _jobs(args), cache=cache, keep_sources=keep_sources)
+    results += lint_targets(linter, targets, _jobs(args), cache=cache, keep_sources=keep_sources, index=index)
     if args.add_noqa:
         return add_noqa(results)
     fixed = 0
@@ -257,6 +258,14 @@ def run_check(args: argparse.Namespace) -> int:
     return emit(args, settings, registry, results, fixed)
 
 
+def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namespace,
+                 listed: Optional[Sequence[str]] = None):
+    """The project index of the linted paths (the project model's one entry point)."""
+    from .project.index import ProjectIndex
+
+    return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed)
+
+
 def _jobs(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -266,6 +275,10 @@ def _jobs(args: argparse.Namespace) -> int:
 def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) -> int:
     raw = sys.stdin.buffer.read(settings.max_file_size + 1)  # more than the cap: `file too large`
     path = args.stdin_filename or "-"
+    if args.stdin_filename:  # the buffer stands for that file of its project: the others give their facts
+        linter.project = open_project([path], settings, args)
+        _refresh_from_buffer(linter.project, path, raw)
+        linter.project.save()
     result = linter.lint_bytes(raw, path)
     fixed = 0
     if settings.fix or args.diff:
@@ -290,6 +303,17 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) ->
             return EXIT_OK
         return EXIT_FINDINGS if result.findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
     return emit(args, settings, registry, [result], fixed)
+
+
+def _refresh_from_buffer(index, path: str, raw: bytes) -> None:
+    from .fileio import SourceError, decode_source
+
+    try:
+        text = decode_source(raw)[0]
+    except SourceError:
+        text = ""
+    index.refresh(path, text)
+    index.complete()
 
 
 def emit(args, settings: Settings, registry: Registry, results: Sequence[FileResult], fixed: int) -> int:

@@ -16,6 +16,9 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from . import training_code
 from .fileio import split_lines
+from .project.data import HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, framework_kind
+from .project.summary import call_text
+from .project.view import NULL_VIEW, ProjectView
 from .rule import Span
 
 # Two spellings of one module: after `import torch_npu`, torch.npu is torch_npu.npu.
@@ -27,19 +30,10 @@ CANONICAL_PREFIXES: Tuple[Tuple[str, str], ...] = (
     ("mindspore.common.tensor.", "mindspore."),
     ("torch.nn.modules.module.", "torch.nn."),
 )
-# Importing any of these patches CUDA names to NPU at run time (transfer_to_npu; mindspeed_llm's
-# package __init__ imports its megatron adaptor, which imports transfer_to_npu).
-# mindnlp/mindtorch are torch emulations on MindSpore whose 'cuda' device and Tensor.cuda() map to Ascend.
-RUNTIME_MIGRATION_MODULES = ("torch_npu.contrib.transfer_to_npu", "mindspeed_llm", "mindspeed.megatron_adaptor",
-                             "mindnlp", "mindtorch", "mindtorch_v2")
-# Packages whose own modules only run after transfer_to_npu: mindspeed_llm (its __init__ applies it) and
-# mindspeed (Megatron patches, entered through `import mindspeed.megatron_adaptor`, which applies it); and
-# the emulations themselves, which implement the CUDA names.
-RUNTIME_MIGRATION_PACKAGES = frozenset({"mindspeed_llm", "mindspeed", "mindtorch", "mindtorch_v2"})
-MODULE_BASES = ("torch.nn.Module",)
-CELL_BASES = ("mindspore.nn.Cell",)
-FUNCTION_BASES = ("torch.autograd.Function",)
-HOT_METHODS = {"module": ("forward",), "cell": ("construct",), "function": ("forward", "backward")}
+# Run-time migration (modules whose import applies transfer_to_npu, packages that always run migrated) and
+# the framework bases that make a class a model: catalogue data in project/data.py.
+RUNTIME_MIGRATION_MODULES = MIGRATING_MODULES
+RUNTIME_MIGRATION_PACKAGES = MIGRATED_PACKAGES
 NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:|\btorch\.npu\.\w""")
 NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl', "torch.npu.")  # NPU_TEXT_RE needs one of them
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
@@ -83,6 +77,9 @@ class Scope:
     name: str = ""
     class_kind: Optional[str] = None  # for classes: "module" | "cell" | "function" | None
     hot: bool = False  # forward/construct/autograd method (or nested in one)
+    reason: Optional[str] = None  # why a function is hot or per-step when the reason is in another place
+    step: bool = False  # a function the project model says runs on every training step
+    replaced: Optional[str] = None  # why the function never runs (monkey-patched away)
     bindings: Dict[str, Optional[Binding]] = field(default_factory=dict)
     params: Set[str] = field(default_factory=set)
     defaults: Dict[str, ast.expr] = field(default_factory=dict)
@@ -93,7 +90,8 @@ class FileContext:
     """Everything a rule may ask about the file and about where the walk currently is."""
 
     def __init__(self, path: str, text: str, tree: ast.Module, target: str = "auto",
-                 root: Optional[str] = None, occurs: Optional[Callable[[str], bool]] = None) -> None:
+                 root: Optional[str] = None, occurs: Optional[Callable[[str], bool]] = None,
+                 project: ProjectView = NULL_VIEW, migrating_modules: Tuple[str, ...] = ()) -> None:
         """`occurs(text)`: does the file hold `text`? (the engine's pre-filter answers it for free)"""
         self._occurs = occurs if occurs is not None else text.__contains__
         self._imports_memo: Dict[Tuple[str, int], bool] = {}
@@ -103,6 +101,7 @@ class FileContext:
         self.tree = tree
         self.target = target
         self.aliases: Dict[str, Optional[str]] = {}
+        self.relative_aliases: Dict[str, str] = {}  # relative imports resolved with the module name
         self.imported_modules: Set[str] = set()
         self.constants: Dict[str, ast.expr] = {}
         self.local_functions: Dict[str, ast.AST] = {}
@@ -121,10 +120,37 @@ class FileContext:
         self._role_spans: Optional[List[Tuple[int, int, str]]] = None
         self._local_calls: Optional[Set[str]] = None
         self._optional: Optional[Dict[str, Tuple[str, ...]]] = None
+        self.project = project
+        self.module: Optional[str] = project.module
+        self.migrating_modules = MIGRATING_MODULES + tuple(migrating_modules)
+        self._facts: Optional[Dict[str, Dict[str, object]]] = None
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
-        self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES) or any(
-            part in RUNTIME_MIGRATION_PACKAGES for part in path.replace("\\", "/").split("/")[:-1])
+        self.auto_migrated = self._migrated()
+
+    def attach(self, project: ProjectView) -> None:
+        """Answer from this project view from now on (before the walk)."""
+        self.project = project
+        self.module = project.module
+        self._facts = None
+        self.relative_aliases.clear()
+        for stmt in _top_level_statements(self.tree.body):
+            if isinstance(stmt, ast.ImportFrom) and stmt.level:
+                self.record_import(stmt)
+        self.auto_migrated = self._migrated()
+
+    def _migrated(self) -> bool:
+        """Does this file run under torch_npu's run-time migration: it imports a migrating module, lies in
+        a package that only runs migrated, or (project model) an entry that applies it imports it?"""
+        if any(self.imports(m) for m in self.migrating_modules):
+            return True
+        if any(part in MIGRATED_PACKAGES for part in self.path.replace("\\", "/").split("/")[:-1]):
+            return True
+        return self.project.migrated() is not None
+
+    def migration_reason(self) -> Optional[str]:
+        """Why the file runs migrated when the reason is in another file (None otherwise)."""
+        return self.project.migrated()
 
     # ------------------------------------------------------------------ set-up
     def _prescan(self) -> None:
@@ -175,6 +201,7 @@ class FileContext:
             module = ("." * stmt.level) + (stmt.module or "")
             if not stmt.level:
                 self.imported_modules.add(module)
+            base = self._relative_base(stmt.level) if stmt.level else None
             for alias in stmt.names:
                 if alias.name == "*":
                     continue
@@ -182,6 +209,21 @@ class FileContext:
                 if not stmt.level:
                     self.imported_modules.add(full)
                 self.aliases[alias.asname or alias.name] = canonical(full) if not stmt.level else None
+                if base is not None:
+                    source = ".".join(p for p in (base, stmt.module or "") if p)
+                    self.relative_aliases[alias.asname or alias.name] = f"{source}.{alias.name}" if source \
+                        else alias.name
+
+    def _relative_base(self, level: int) -> Optional[str]:
+        """The package a relative import of `level` dots starts from (needs the module name)."""
+        if self.module is None:
+            return None
+        parts = self.module.split(".") if self.module else []
+        if not self.path.replace("\\", "/").endswith("/__init__.py") and self.path != "__init__.py":
+            parts = parts[:-1]
+        if level - 1 > len(parts):
+            return None
+        return ".".join(parts[: len(parts) - (level - 1)])
 
     # ----------------------------------------------------------------- names
     def qualname(self, node: ast.AST) -> Optional[str]:
@@ -199,6 +241,29 @@ class FileContext:
             return base
         parts.reverse()
         return canonical(base + "." + ".".join(parts))
+
+    def project_name(self, node: ast.AST) -> Optional[str]:
+        """The absolute name of a Name/Attribute chain for the project model: through absolute imports
+        (like `qualname`), relative imports, or this module's own top-level classes and functions."""
+        name = self.qualname(node)
+        if name is not None:
+            return name
+        text = call_text(node)
+        if text is None:
+            return None
+        root, _, rest = text.partition(".")
+        if self.is_local(root):
+            return None
+        base = self.relative_aliases.get(root)
+        if base is None and self.module is not None and (
+                root in self.local_classes or root in self._top_level_names()):
+            base = f"{self.module}.{root}" if self.module else root
+        if base is None:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def _top_level_names(self) -> Set[str]:
+        return {s.name for s in self.tree.body if isinstance(s, (ast.ClassDef,) + FUNC_TYPES)}
 
     def call_name(self, call: ast.AST) -> Optional[str]:
         return self.qualname(call.func) if isinstance(call, ast.Call) else None
@@ -272,19 +337,121 @@ class FileContext:
         return None
 
     def class_kind(self, bases: List[ast.expr]) -> Optional[str]:
+        """The kind of a class with these bases: a framework base (torch.nn, mindspore.nn, autograd), a
+        well-known third-party model base, a class of this file, or (project model) of another module."""
+        unresolved = False
         for base in bases:
+            if isinstance(base, ast.Name) and self.local_classes.get(base.id):
+                return self.local_classes[base.id]
             name = self.qualname(base)
             if name:
-                if name in MODULE_BASES or (name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper()
-                                             and not name.startswith("torch.nn.functional")):
-                    return "module"
-                if name in CELL_BASES or (name.startswith("mindspore.nn.") and name.rsplit(".", 1)[-1][:1].isupper()):
-                    return "cell"
-                if name in FUNCTION_BASES or name.startswith("torch.autograd.function."):
-                    return "function"
-            elif isinstance(base, ast.Name) and self.local_classes.get(base.id):
-                return self.local_classes[base.id]
+                kind = framework_kind(name)
+                if kind is not None:
+                    return kind
+            unresolved = unresolved or name is not None or self.project_name(base) is not None
+        if unresolved and self.module is not None:
+            # a base from another module: the project model resolved this very class's hierarchy
+            # (package re-exports, src/ layouts, script directories)
+            own = next((s.name for s in self.tree.body if isinstance(s, ast.ClassDef) and s.bases is bases), None)
+            names = [f"{self.module}.{own}" if self.module else own] if own else [
+                n for n in (self.project_name(b) for b in bases) if n]
+            for name in names:
+                kind = self.project.class_kind(name)
+                if kind is not None:
+                    return kind
         return None
+
+    def _function_qualname(self, name: str) -> Optional[str]:
+        """'Class.method' / 'function' for a top-level function or a method of a top-level class."""
+        scopes = self.scopes
+        if len(scopes) == 1:
+            return name
+        if len(scopes) == 2 and scopes[1].kind == "class":
+            return f"{scopes[1].name}.{name}"
+        return None
+
+    def facts(self) -> Dict[str, Dict[str, object]]:
+        if self._facts is None:
+            self._facts = self.project.module_facts()
+        return self._facts
+
+    def hot_reason(self) -> Optional[str]:
+        """Why the current code is hot when the reason is elsewhere ("`Attention.forward` in `model.py:40`
+        calls it"); None inside a forward/construct itself."""
+        for scope in self.scopes:
+            if scope.hot:
+                return scope.reason
+        return None
+
+    def hot_label(self) -> str:
+        """How a message names the hot scope: "`forward`", or, when the reason is elsewhere,
+        "`helper` (a hot path: `Attention.forward` in `model.py:40` calls it)"."""
+        scope = self.hot_method()
+        if scope is None:
+            return "`forward`"
+        return f"`{scope.name}`" + (f" (a hot path: {scope.reason})" if scope.reason else "")
+
+    def step_note(self) -> Optional[str]:
+        """"`log_loss` runs every step: the step loop in `train.py:88` calls it" when a step loop in
+        another place makes the current function per-step; None otherwise."""
+        for scope in self.scopes:
+            if scope.step:
+                return f"`{scope.name}` runs every step: {scope.reason}"
+        return None
+
+    def step_reason(self) -> Optional[str]:
+        """Why the current function runs every step when a step loop elsewhere calls it."""
+        for scope in self.scopes:
+            if scope.step:
+                return scope.reason
+        return None
+
+    def replaced_by(self) -> Optional[str]:
+        """Why the current function (or its class) never runs: it is monkey-patched away at run time."""
+        for scope in self.scopes:
+            if scope.replaced:
+                return scope.replaced
+        return None
+
+    def training_precision(self, class_name: Optional[str] = None) -> Optional[List[str]]:
+        """[dtype, reason] a model class (default: the current class) is trained in, per the project."""
+        if self.module is None:
+            return None
+        if class_name is None:
+            cls = self.class_scope
+            if cls is None:
+                return None
+            class_name = cls.name
+        prefix = f"{self.module}." if self.module else ""
+        return self.project.class_precision(prefix + class_name)
+
+    def caller_precision(self) -> Optional[List[str]]:
+        """[dtype, reason] of the mixed precision the callers of the current top-level function run it with."""
+        if self.module is None:
+            return None
+        for scope in self.scopes[1:]:
+            if scope.kind == "function":
+                qual = self._qual_of(scope)
+                return self.project.function_precision(qual) if qual else None
+        return None
+
+    def _qual_of(self, scope: Scope) -> Optional[str]:
+        index = self.scopes.index(scope)
+        prefix = f"{self.module}." if self.module else ""
+        if index == 1:
+            return prefix + scope.name
+        if index == 2 and self.scopes[1].kind == "class":
+            return f"{prefix}{self.scopes[1].name}.{scope.name}"
+        return None
+
+    def config_default(self, attr: str, config_class: Optional[ast.AST] = None) -> object:
+        """The default of a configuration attribute (`config.hidden_act`) in the project's configuration
+        classes: of `config_class` (an annotation naming the class) when given and known, else the value
+        every configuration class agrees on."""
+        if self.project.model is None:
+            return None
+        cls = self.project_name(config_class) if config_class is not None else None
+        return self.project.config_default(attr, cls)
 
     def enter_function(self, node: ast.AST) -> Scope:
         args = node.args
@@ -293,6 +460,15 @@ class FileContext:
             cls and cls.class_kind and node.name in HOT_METHODS[cls.class_kind]
         )
         scope = Scope(node, "function", node.name, hot=hot)
+        local = self._function_qualname(node.name) if self.module is not None else None
+        if local is not None:
+            facts = self.facts()
+            role = facts["roles"].get(local)
+            if role and not hot:
+                scope.hot, scope.step = role[0] == "hot", role[0] == "step"
+                scope.reason = role[1]
+            replaced = facts["replaced"].get(local) or (cls and facts["replaced"].get(cls.name))
+            scope.replaced = replaced or None
         positional = args.posonlyargs + args.args
         for arg in positional + args.kwonlyargs:
             scope.params.add(arg.arg)
@@ -400,8 +576,12 @@ class FileContext:
         runs one `.backward()` is not a step loop body.
         """
         loop = self.current_loop()
+        if loop is not None and self.is_step_loop(loop):
+            return True
+        if any(s.step for s in self.scopes):  # a step loop elsewhere calls this function
+            return True
         if loop is not None:
-            return self.is_step_loop(loop)
+            return False
         func = self.function
         if func is None or not self.is_step_loop(func.node):  # (the cached _performs_step)
             return False

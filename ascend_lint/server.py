@@ -117,7 +117,7 @@ class LintSession:
         if os.path.isabs(path) and excluder.excluded(path, False):
             return [], linter
         try:
-            findings, _ = linter.check_file(text, path)
+            findings = linter.analyse(text, path).findings
         except SourceError as exc:
             findings = [error_finding(path, exc.reason, exc.line, exc.col)]
         return findings, linter

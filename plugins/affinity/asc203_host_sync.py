@@ -45,7 +45,7 @@ class HostSyncInStepLoop(Rule):
              "`int(t)` of a tensor and `print(t)` of a tensor expression in the body of the innermost "
              "training-step loop (a loop that calls `.backward()`, `optimizer.step()`, `scaler.step()` or a "
              "MindSpore train-one-step cell, directly or through a function of the same file), unless the "
-             "statement is under an `if step % N == 0:` guard.",
+             "statement is under an `if step % N == 0:` guard. Through the project model, a function called from such a loop in any module (up to three calls deep, not under a periodic guard) runs every step too; step loops in test code do not count.",
         why="Each of these is a device-to-host copy: the host must wait until every queued operator has run "
             "before it can read the value, so it stops launching the next step's operators and the NPU idles "
             "(Ascend's large-model training guide, \"减少同步接口调用\", shows such waits as device free time). "
@@ -179,7 +179,8 @@ class HostSyncInStepLoop(Rule):
     def _check(self, node: ast.Call, expr: str) -> None:
         ctx = self.ctx
         if ctx.in_step_loop(called_only=True) and not ctx.guarded():
-            self.report(node, expr=expr)
+            note = ctx.step_note()
+            self.report(node, message=self.message.format(expr=expr) + (f" ({note})" if note else ""))
 
     def _func_key(self) -> int:
         func = self.ctx.function
