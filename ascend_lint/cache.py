@@ -46,11 +46,12 @@ STALE_SECONDS = 30 * 24 * 3600
 CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                 "# This file is a cache directory tag created by ascend-lint.\n"
                 "# For information about cache directory tags see https://bford.info/cachedir/\n")
-# Settings that only choose which files are linted or how results are shown or applied.
+# Settings that only choose which files are linted or how results are shown or applied, and where the
+# settings came from. (`project_root` is in the key: per-file-ignores patterns are relative to it.)
 NOT_IN_KEY = frozenset({
     "select", "ignore", "extend_select", "preview",  # folded into the enabled rules
     "exclude", "extend_exclude", "respect_gitignore", "force_exclude", "fix", "unsafe_fixes",
-    "cache_dir", "output_format", "project_root", "config_path",
+    "cache_dir", "output_format", "config_path", "extends", "root_config", "origins",
 })
 
 Entry = List[Any]  # [sha256 hex, size, mtime_ns (0: re-hash), [encoded findings], deps, ([notes])]
@@ -61,7 +62,8 @@ def content_hash(raw: bytes) -> str:
 
 
 def cache_dir_for(settings: Settings) -> str:
-    """`cache-dir` (relative to the project root) or `.ascend_lint_cache/` at the project root."""
+    """`cache-dir` (relative to the settings' directory; the CLI makes the run's absolute, see
+    config.ConfigResolver) or `.ascend_lint_cache/` there."""
     root = os.path.abspath(settings.project_root)
     return os.path.join(root, settings.cache_dir or DEFAULT_DIR)
 

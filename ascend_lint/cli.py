@@ -6,14 +6,16 @@ import contextlib
 import os
 import sys
 import traceback
-from typing import Callable, Iterator, List, Optional, Sequence, TextIO, Type
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Type
 
 from . import __version__
-from .config import ConfigError, Settings, load_settings
+from .config import ConfigError, ConfigResolver, Settings, load_settings, rebase_pattern
 from .discovery import DiscoveryReport, Target, discover
 from .docs import fix_label, measured, precision_label, rule_text, rules_markdown, status
 from .engine import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
 from .fileio import SourceError, read_source, split_lines
+from .project.root import find_project_root
 from .registry import Registry, RegistryError, load_registry, print_warnings, select_rules
 from .reporters import FORMATS, Report, display_path, get_reporter
 from .rule import Applicability, Finding, Rule
@@ -178,17 +180,38 @@ def run_server() -> int:
 
 
 # ----------------------------------------------------------------------------- check
-def resolve_settings(args: argparse.Namespace) -> Settings:
-    settings = load_settings(args.config, args.isolated, os.getcwd())
-    return settings.override(
+CLI_ORIGIN = "command line"
+
+
+def resolve_settings(args: argparse.Namespace) -> ConfigResolver:
+    """The settings of every file: the closest configuration (or `--config` / `--isolated` for all files),
+    then the command line, which overrides every file."""
+    cwd = os.getcwd()
+
+    def apply(settings: Settings) -> Settings:
+        return apply_cli(settings, args, cwd)
+
+    run = apply(load_settings(args.config, args.isolated, cwd))
+    return ConfigResolver(run, apply, hierarchical=not (args.config or args.isolated))
+
+
+def apply_cli(settings: Settings, args: argparse.Namespace, cwd: str) -> Settings:
+    """The command line's flags over one configuration's settings (exclude globs are relative to the
+    current directory, as every path on the command line is)."""
+    def here(patterns: Optional[List[str]]) -> Optional[List[str]]:
+        return [rebase_pattern(p, cwd, os.path.abspath(settings.project_root)) for p in patterns] \
+            if patterns else patterns
+
+    extend_exclude = here(args.extend_exclude)
+    resolved = settings.override(
         select=_codes(args.select, "--select"),
         ignore=(settings.ignore + _codes(args.ignore, "--ignore")) if args.ignore else None,
         extend_select=(settings.extend_select + _codes(args.extend_select, "--extend-select"))
         if args.extend_select else None,
         preview=args.preview,
         target=args.target,
-        exclude=args.exclude,
-        extend_exclude=(settings.extend_exclude + args.extend_exclude) if args.extend_exclude else None,
+        exclude=here(args.exclude),
+        extend_exclude=(settings.extend_exclude + extend_exclude) if extend_exclude else None,
         force_exclude=args.force_exclude,
         fix=True if args.fix_only else args.fix,
         unsafe_fixes=args.unsafe_fixes,
@@ -196,6 +219,53 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
         cache_dir=os.path.abspath(args.cache_dir) if args.cache_dir else None,  # relative to the cwd
         output_format=args.output_format,
     )
+    origins = dict(settings.origins)
+    for attr in cli_keys(args):
+        added = attr in ("ignore", "extend_select", "extend_exclude") and origins.get(attr)
+        origins[attr] = f"{origins[attr]} + {CLI_ORIGIN}" if added else CLI_ORIGIN
+    resolved.origins = origins
+    return resolved
+
+
+@dataclass
+class Configured:
+    """The files of a run that share one resolved configuration, with its Linter."""
+
+    settings: Settings
+    linter: Linter
+    targets: List[Target]
+
+
+class RunSettings:
+    """Each linted file's Linter, by its resolved configuration (rules selected once per configuration)."""
+
+    def __init__(self, resolver: ConfigResolver, registry: Registry) -> None:
+        self.resolver = resolver
+        self.registry = registry
+        self._linters: Dict[int, Linter] = {}
+        self._warned: set = set()
+
+    def linter(self, settings: Settings) -> Linter:
+        linter = self._linters.get(id(settings))
+        if linter is None:
+            rules, warnings = select_rules(self.registry, settings)
+            print_warnings([w for w in warnings if w not in self._warned])
+            self._warned.update(warnings)
+            linter = self._linters[id(settings)] = Linter(rules, settings)
+        return linter
+
+    def linter_for(self, path: str) -> Linter:
+        return self.linter(self.resolver.for_path(path))
+
+    def groups(self, targets: Sequence[Target]) -> List[Configured]:
+        by_settings: Dict[int, Configured] = {}
+        for target in targets:
+            settings = self.resolver.for_path(target.path)
+            group = by_settings.get(id(settings))
+            if group is None:
+                group = by_settings[id(settings)] = Configured(settings, self.linter(settings), [])
+            group.targets.append(target)
+        return list(by_settings.values())
 
 
 def _use_color(stream: TextIO) -> bool:
@@ -207,63 +277,83 @@ def _use_color(stream: TextIO) -> bool:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    settings = resolve_settings(args)
+    resolver = resolve_settings(args)
+    settings = resolver.run  # the run-wide keys (fix, output format, cache) come from here
     registry = _registry()
-    rules, warnings = select_rules(registry, settings)
-    print_warnings(warnings)
-    linter = Linter(rules, settings)
+    configured = RunSettings(resolver, registry)
     paths = stdin_paths(args) or args.paths or ["."]
     if "-" in paths:
         if len(paths) > 1:
             raise UsageError("'-' (stdin) cannot be combined with other paths")
+        file_settings = resolver.for_path(args.stdin_filename) if args.stdin_filename else settings
         if args.show_settings:
-            return show_settings(args, settings, rules, args.stdin_filename or "-")
+            return show_settings(file_settings, configured.linter(file_settings).rules, args.stdin_filename or "-")
         if args.show_files:
             return EXIT_OK  # like ruff: stdin is no file to list
-        return check_stdin(args, settings, linter, registry)
+        return check_stdin(args, file_settings, configured.linter(file_settings), registry, resolver)
     found = DiscoveryReport()
-    targets, missing = discover(paths, settings, found)
+    targets, missing = discover(paths, settings, found, resolver=resolver)
     print_warnings(found.warnings)
     if args.show_files:
         return show_files(targets, missing)
     if args.show_settings:
-        return show_settings(args, settings, rules, targets[0].path if targets else paths[0])
+        path = targets[0].path if targets else paths[0]
+        file_settings = resolver.for_path(path)
+        return show_settings(file_settings, configured.linter(file_settings).rules, path)
     results: List[FileResult] = [FileResult(p, [error_finding(p, "no such file or directory")]) for p in missing]
     results += [FileResult(d, [error_finding(d, f"directory not linted: {why}")]) for d, why in found.unreadable]
     if not targets and not missing and not found.unreadable and not args.quiet:
         # nothing to lint (pre-commit passed no files, or all excluded): say so, and still write the report
         print("warning: No Python files found under the given path(s)", file=sys.stderr)
-    from .runner import lint_targets
-
-    index = open_project(paths, settings, args, [t.path for t in targets])
-    cache = None
-    if not args.no_cache:
-        from .cache import ResultCache
-
-        cache = ResultCache.open(settings, linter.rules, registry.fingerprint(), project=True)
     keep_sources = bool(settings.fix or args.diff or args.add_noqa)  # else reports read lines lazily
-    results += lint_targets(linter, targets, _jobs(args), cache=cache, keep_sources=keep_sources, index=index)
+    results += lint_projects(args, paths, configured, targets, registry, keep_sources)
     if args.add_noqa:
         return add_noqa(results)
     fixed = 0
     if settings.fix or args.diff:
         from .fixer import fix_results  # libcst is imported only on this path
 
-        outcome = fix_results(results, linter, settings, diff=args.diff, show=args.show_fixes)
+        outcome = fix_results(results, configured.linter(settings), settings, diff=args.diff,
+                              show=args.show_fixes, linters=configured.linter_for)
         if args.diff:
             return EXIT_FINDINGS if outcome.changed else EXIT_OK
         fixed = outcome.fixed
     if args.fix_only:
         return report_fix_only(args, fixed, sys.stdout)
-    return emit(args, settings, registry, results, fixed)
+    return emit(args, settings, registry, results, fixed, configured.linter_for)
+
+
+def lint_projects(args: argparse.Namespace, paths: Sequence[str], configured: RunSettings,
+                  targets: Sequence[Target], registry: Registry, keep_sources: bool) -> List[FileResult]:
+    """Lint the targets project by project (one project model each), each file with its configuration's
+    Linter and result cache."""
+    from .runner import Group, lint_groups
+
+    projects: Dict[str, List[Configured]] = {}
+    for group in configured.groups(targets):
+        projects.setdefault(find_project_root(paths, group.settings.root_config), []).append(group)
+    results: List[FileResult] = []
+    for root, groups in projects.items():
+        listed = [t.path for g in groups for t in g.targets]
+        index = open_project(paths, groups[0].settings, args, listed, configured.resolver)
+        runs = []
+        for group in groups:
+            cache = None
+            if not args.no_cache:
+                from .cache import ResultCache
+
+                cache = ResultCache.open(group.settings, group.linter.rules, registry.fingerprint(), project=True)
+            runs.append(Group(group.linter, group.targets, cache))
+        results += lint_groups(runs, _jobs(args), keep_sources, index)
+    return sorted(results, key=lambda r: r.path)
 
 
 def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namespace,
-                 listed: Optional[Sequence[str]] = None):
+                 listed: Optional[Sequence[str]] = None, resolver: Optional[ConfigResolver] = None):
     """The project index of the linted paths (the project model's one entry point)."""
     from .project.index import ProjectIndex
 
-    return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed)
+    return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed, resolver=resolver)
 
 
 def _jobs(args: argparse.Namespace) -> int:
@@ -272,11 +362,12 @@ def _jobs(args: argparse.Namespace) -> int:
     return args.jobs or (os.cpu_count() or 1)
 
 
-def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) -> int:
+def check_stdin(args, settings: Settings, linter: Linter, registry: Registry,
+                resolver: Optional[ConfigResolver] = None) -> int:
     raw = sys.stdin.buffer.read(settings.max_file_size + 1)  # more than the cap: `file too large`
     path = args.stdin_filename or "-"
     if args.stdin_filename:  # the buffer stands for that file of its project: the others give their facts
-        linter.project = open_project([path], settings, args)
+        linter.project = open_project([path], settings, args, resolver=resolver)
         _refresh_from_buffer(linter.project, path, raw)
         linter.project.save()
     result = linter.lint_bytes(raw, path)
@@ -316,12 +407,15 @@ def _refresh_from_buffer(index, path: str, raw: bytes) -> None:
     index.complete()
 
 
-def emit(args, settings: Settings, registry: Registry, results: Sequence[FileResult], fixed: int) -> int:
-    findings = sorted_findings(results)
-    if settings.extend_safe_fixes or settings.extend_unsafe_fixes:
-        from .fixer import apply_fix_settings  # cheap: libcst is imported only to apply a fix
+def emit(args, settings: Settings, registry: Registry, results: Sequence[FileResult], fixed: int,
+         linter_for: Optional[Callable[[str], Linter]] = None) -> int:
+    for result in results:  # each file's own `extend-safe-fixes` / `extend-unsafe-fixes`
+        own = linter_for(result.path).settings if linter_for and result.findings else settings
+        if own.extend_safe_fixes or own.extend_unsafe_fixes:
+            from .fixer import apply_fix_settings  # cheap: libcst is imported only to apply a fix
 
-        apply_fix_settings(findings, settings)
+            apply_fix_settings(result.findings, own)
+    findings = sorted_findings(results)
     from .runner import SourceLines
 
     sources = SourceLines(results)  # read one file at a time, only where a snippet is shown
@@ -432,13 +526,13 @@ def show_files(targets: Sequence[Target], missing: Sequence[str]) -> int:
     return EXIT_OK
 
 
-def show_settings(args: argparse.Namespace, settings: Settings, rules: Sequence[Type[Rule]], path: str) -> int:
+def show_settings(settings: Settings, rules: Sequence[Type[Rule]], path: str) -> int:
     """`--show-settings`: the resolved settings for `path`, each with where its value came from."""
     from .settings_view import settings_lines
 
     sys.stdout.write(f'Resolved settings for: "{display_path(path)}"\n')
-    for line in settings_lines(settings, rules, cli_keys(args)):
-        sys.stdout.write(line + "\n")
+    for line in settings_lines(settings, rules, path):
+        sys.stdout.write(sanitize(line) + "\n")
     return EXIT_OK
 
 

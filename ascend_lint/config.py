@@ -1,12 +1,18 @@
-"""Configuration: `[tool.ascend-lint]` in pyproject.toml or `.ascend-lint.yaml`, validated into Settings."""
+"""Configuration: `[tool.ascend-lint]` in pyproject.toml or `.ascend-lint.yaml`, validated into Settings.
+
+Hierarchical, as ruff's: each file gets the configuration closest to it (`ConfigResolver`), with the
+files it `extend`s; the keys in `RUN_WIDE` come from the run's own configuration (the one the current
+directory finds, or `--config`), and the command line overrides every file.
+"""
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import reprlib
 import sys
-from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .fileio import DEFAULT_MAX_FILE_SIZE, FileTooLarge, SourceError, read_bytes
 from .sanitize import sanitize
@@ -23,6 +29,8 @@ TARGETS = ("auto", "npu")
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_DEPTH = 16  # nesting of tables/lists inside [tool.ascend-lint]
 MAX_VALUES = 10_000  # keys, items and scalars inside [tool.ascend-lint]
+MAX_EXTENDS = 32  # configuration files in one `extend` chain
+CONFIG_NAMES = YAML_NAMES + ("pyproject.toml",)
 
 
 class ConfigError(Exception):
@@ -52,11 +60,30 @@ class Settings:
     output_format: str = "full"
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     ignore_noqa: bool = False  # --ignore-noqa: no comment suppresses anything
-    project_root: str = "."
-    config_path: Optional[str] = None
+    project_root: str = "."  # the directory the settings' relative paths are resolved against
+    config_path: Optional[str] = None  # the configuration file closest to the file (None: defaults)
+    # Where the settings came from (not settings themselves; never in the cache key):
+    extends: Tuple[str, ...] = ()  # the files `config_path` extends, nearest first
+    root_config: Optional[str] = None  # the file whose directory is the project root (see project/root.py)
+    origins: Dict[str, str] = field(default_factory=dict, compare=False)  # attribute -> "file:key" / "command line"
 
     def override(self, **changes: Any) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+# How a key of the configuration applies (README "Configuration": which keys are per file):
+# - per file (the closest configuration): every key not listed below;
+# - run-wide (the run's own configuration, see module docstring): what to do with the findings and where
+#   the cache lives, and how explicit paths and .gitignore files are treated;
+# - per project (the configuration at the project root): the keys that shape the project model.
+RUN_WIDE = ("fix", "unsafe_fixes", "output_format", "cache_dir", "respect_gitignore", "force_exclude",
+            "ignore_noqa")
+PER_PROJECT = ("runtime_migration", "migrating_modules")
+ORIGIN_FIELDS = ("extends", "root_config", "origins")
+# With `extend`, a key of the extending file replaces the extended file's, except these lists, which add
+# to it, and these tables, which are merged (per pattern, per rule; the extending file wins).
+ACCUMULATED = ("extend_select", "extend_exclude", "extend_safe_fixes", "extend_unsafe_fixes")
+MERGED = ("per_file_ignores", "rule_options")
 
 
 def _str_list(value: Any) -> bool:
@@ -235,22 +262,86 @@ def _check_shape(table: Dict[str, Any], path: str) -> None:
 
 
 def settings_from_table(table: Dict[str, Any], path: str, base: Optional[Settings] = None) -> Settings:
-    """Validate a raw table into Settings; unknown keys and wrong types raise ConfigError."""
-    settings = replace(base) if base else Settings()
+    """Validate a raw table into Settings on top of `base` (the settings it extends, if any); unknown keys
+    and wrong types raise ConfigError."""
+    directory = os.path.dirname(os.path.abspath(path))
+    settings = rebased(base, directory) if base else Settings()
+    settings.origins = dict(settings.origins)
     settings.config_path = path
-    settings.project_root = os.path.dirname(os.path.abspath(path))
+    settings.project_root = directory
     for key, value in table.items():
+        if key == "extend":
+            continue  # resolved by load_config
         if key == "rules":
-            settings.rule_options = _rule_options(value, path)
+            options = _rule_options(value, path)
+            settings.rule_options = {**settings.rule_options, **options} if base else options
+            settings.origins["rule_options"] = _origin(settings.origins.get("rule_options"), path, key, bool(base))
             continue
         if key not in KEYS:
-            known = ", ".join(sorted(list(KEYS) + ["rules"]))
+            known = ", ".join(sorted(list(KEYS) + ["extend", "rules"]))
             raise ConfigError(f"{path}: unknown key {describe(key)} (known keys: {known})")
         attr, valid, expected = KEYS[key]
         if not valid(value):
             raise ConfigError(f"{path}: {key!r} must be {expected}, got {describe(value)}")
-        setattr(settings, attr, parse_size(value) if key == "max-file-size" else value)
+        value = parse_size(value) if key == "max-file-size" else value
+        inherited = base is not None and attr in ACCUMULATED + MERGED
+        if inherited and attr in ACCUMULATED:
+            value = list(getattr(settings, attr)) + list(value)
+        elif inherited:
+            value = {**getattr(settings, attr), **value}
+        setattr(settings, attr, value)
+        settings.origins[attr] = _origin(settings.origins.get(attr), path, key, inherited)
     return settings
+
+
+def _origin(previous: Optional[str], path: str, key: str, adds: bool) -> str:
+    here = f"{path}:{key}"
+    return f"{previous} + {here}" if adds and previous else here
+
+
+def rebased(settings: Settings, directory: str) -> Settings:
+    """`settings` with its path patterns (excludes, per-file-ignores) made relative to `directory` (they were
+    relative to `settings.project_root`): what an extended file says keeps meaning what it said there."""
+    old = os.path.abspath(settings.project_root)
+    if old == directory:
+        return replace(settings)
+    return replace(
+        settings,
+        exclude=None if settings.exclude is None else [rebase_pattern(p, old, directory) for p in settings.exclude],
+        extend_exclude=[rebase_pattern(p, old, directory) for p in settings.extend_exclude],
+        per_file_ignores={rebase_pattern(p, old, directory): codes for p, codes in settings.per_file_ignores.items()},
+    )
+
+
+def rebase_pattern(pattern: str, old: str, new: str) -> str:
+    """A glob relative to directory `old` as one relative to `new` (a leading `../` climbs). Patterns with no
+    slash but a trailing one match a name at any depth and stay as they are."""
+    negated = pattern.startswith("!")
+    body = pattern[1:] if negated else pattern
+    if "/" not in body.strip("/"):
+        return pattern
+    trailing = "/" if body.endswith("/") else ""
+    absolute = os.path.join(old, *body.strip("/").split("/"))
+    try:
+        moved = os.path.relpath(absolute, new).replace(os.sep, "/")
+    except ValueError:  # another drive: the pattern cannot name a file under `new`
+        moved = absolute.replace(os.sep, "/")
+    return ("!" if negated else "") + moved + trailing
+
+
+def split_up(pattern: str) -> Tuple[int, str]:
+    """(how many leading `../` a rebased pattern has, the rest)."""
+    levels = 0
+    while pattern.startswith("../"):
+        pattern = pattern[3:]
+        levels += 1
+    return levels, pattern
+
+
+def ancestor(directory: str, levels: int) -> str:
+    for _ in range(levels):
+        directory = os.path.dirname(directory)
+    return directory
 
 
 def _rule_options(value: Any, path: str) -> Dict[str, Dict[str, Any]]:
@@ -259,17 +350,163 @@ def _rule_options(value: Any, path: str) -> Dict[str, Dict[str, Any]]:
     return {str(code).upper(): dict(opts) for code, opts in value.items()}
 
 
+def load_config(path: str, chain: Tuple[str, ...] = ()) -> Settings:
+    """The settings of one configuration file, with the files it `extend`s (relative to the file that
+    says it; a cycle, a missing file or a chain longer than MAX_EXTENDS is a ConfigError)."""
+    absolute = os.path.abspath(path)
+    if absolute in chain:
+        cycle = " -> ".join(list(chain[chain.index(absolute):]) + [absolute])
+        raise ConfigError(f"{path}: 'extend' makes a cycle: {cycle}")
+    if len(chain) >= MAX_EXTENDS:
+        raise ConfigError(f"{path}: more than {MAX_EXTENDS} configuration files extend one another")
+    table = load_table(path)
+    base = None
+    extend = table.get("extend")
+    if extend is not None:
+        if not isinstance(extend, str) or not extend.strip():
+            raise ConfigError(f"{path}: 'extend' must be the path of a configuration file, got {describe(extend)}")
+        target = os.path.normpath(os.path.join(os.path.dirname(absolute), os.path.expanduser(extend)))
+        if not os.path.isfile(target):
+            raise ConfigError(f"{path}: 'extend' names {extend!r}, which is not a file ({target})")
+        base = load_config(target, chain + (absolute,))
+    settings = settings_from_table(table, path, base)
+    settings.extends = ((base.config_path,) + base.extends) if base and base.config_path else ()
+    settings.root_config = _root_config(path, base)
+    return settings
+
+
+def _root_config(path: str, base: Optional[Settings]) -> str:
+    """A configuration that extends one in its own directory or above belongs to that one's project."""
+    if base is not None and base.root_config:
+        outer = os.path.dirname(os.path.abspath(base.root_config))
+        here = os.path.dirname(os.path.abspath(path))
+        if here == outer or here.startswith(outer.rstrip(os.sep) + os.sep):
+            return base.root_config
+    return path
+
+
+def defaults(root: str) -> Settings:
+    settings = Settings()
+    settings.project_root = os.path.abspath(root)
+    return settings
+
+
 def load_settings(config: Optional[str], isolated: bool, start: str = ".") -> Settings:
-    """Settings from `--config`, else the nearest config file, else defaults."""
+    """Settings from `--config`, else the configuration closest to `start`, else defaults."""
     if isolated:
-        settings = Settings()
-        settings.project_root = os.path.abspath(start)
-        return settings
-    path = config or find_config(start)
-    if path is None:
-        settings = Settings()
-        settings.project_root = os.path.abspath(start)
-        return settings
+        return defaults(start)
     if config and not os.path.isfile(config):
         raise ConfigError(f"{config}: configuration file not found")
-    return settings_from_table(load_table(path), path)
+    path = config or find_config(start)
+    if path is None:
+        return defaults(start)
+    return load_config(path)
+
+
+class ConfigResolver:
+    """The settings of every file: the configuration closest to it (with what it extends), the run-wide
+    keys of the run's settings, then the command line (`cli`, applied to every configuration).
+
+    `run` is the run's own settings (from `--config`, or the configuration the current directory finds),
+    with the command line applied. With `hierarchical` False (`--config`, `--isolated`) every file gets
+    `run`. Each configuration file is read once; files sharing it share one Settings object.
+    """
+
+    def __init__(self, run: Settings, cli: Callable[[Settings], Settings] = lambda s: s,
+                 hierarchical: bool = True) -> None:
+        self.run = _absolute_cache_dir(run)
+        self.cli = cli
+        self.hierarchical = hierarchical
+        self._closest: Dict[str, Optional[str]] = {}  # directory -> its closest configuration file
+        self._own: Dict[str, Optional[str]] = {}  # directory -> the configuration file in it, if any
+        self._settings: Dict[Optional[str], Settings] = {}  # configuration file -> resolved settings
+        if run.config_path and hierarchical:
+            self._settings[run.config_path] = self.run
+
+    # ----------------------------------------------------------------- which file
+    def own_config(self, directory: str, names: Optional[Any] = None) -> Optional[str]:
+        """The configuration file in `directory` itself (`names`: its listing, when the caller has it)."""
+        if directory in self._own:
+            return self._own[directory]
+        found = None
+        for name in CONFIG_NAMES:
+            if names is not None and name not in names:
+                continue
+            candidate = os.path.join(directory, name)
+            if name == "pyproject.toml":
+                if os.path.isfile(candidate) and _has_tool_table(candidate):
+                    found = candidate
+            elif os.path.isfile(candidate):
+                found = candidate
+            if found:
+                break
+        self._own[directory] = found
+        return found
+
+    def closest_config(self, directory: str) -> Optional[str]:
+        directory = os.path.abspath(directory)
+        if directory in self._closest:
+            return self._closest[directory]
+        walked = []
+        found = None
+        while True:
+            if directory in self._closest:
+                found = self._closest[directory]
+                break
+            walked.append(directory)
+            found = self.own_config(directory)
+            if found is not None:
+                break
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        for each in walked:
+            self._closest[each] = found
+        return found
+
+    # ----------------------------------------------------------------- settings
+    def for_config(self, config: Optional[str]) -> Settings:
+        if not self.hierarchical:
+            return self.run
+        settings = self._settings.get(config)
+        if settings is None:
+            base = load_config(config) if config else defaults(self.run.project_root if not self.run.config_path
+                                                              else os.getcwd())
+            settings = self.cli(base)
+            run_wide = {attr: getattr(self.run, attr) for attr in RUN_WIDE}
+            origins = dict(settings.origins)
+            origins.update({attr: self.run.origins.get(attr, "") for attr in RUN_WIDE if attr in self.run.origins})
+            for attr in RUN_WIDE:
+                if attr not in self.run.origins:
+                    origins.pop(attr, None)
+            settings = replace(settings, origins=origins, **run_wide)
+            self._settings[config] = settings
+        return settings
+
+    def for_dir(self, directory: str) -> Settings:
+        return self.for_config(self.closest_config(directory) if self.hierarchical else None)
+
+    def for_path(self, path: str) -> Settings:
+        """The settings of a file (or of a directory named as a path: those of its own configuration)."""
+        absolute = os.path.abspath(path)
+        return self.for_dir(absolute if os.path.isdir(absolute) else os.path.dirname(absolute))
+
+    def starts_config(self, directory: str, names: Optional[Any] = None) -> Optional[Settings]:
+        """The settings of the configuration in `directory` itself, when it has one (discovery switches to
+        them for the files below it)."""
+        if not self.hierarchical:
+            return None
+        config = self.own_config(directory, names)
+        if config is None:
+            return None
+        self._closest[directory] = config
+        return self.for_config(config)
+
+
+def _absolute_cache_dir(settings: Settings) -> Settings:
+    """The run's cache directory as an absolute path, so that it stays one place for every configuration."""
+    from .cache import DEFAULT_DIR  # (cache imports config)
+
+    where = os.path.join(os.path.abspath(settings.project_root), settings.cache_dir or DEFAULT_DIR)
+    return replace(settings, cache_dir=where)

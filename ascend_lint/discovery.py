@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .config import Settings
+from .config import CONFIG_NAMES, ConfigResolver, Settings, ancestor, split_up
 
 PY_SUFFIXES = (".py", ".pyi")
 DEFAULT_EXCLUDES = (
@@ -99,7 +99,16 @@ class Excluder:
         self.report = report if report is not None else DiscoveryReport()
         self.root = os.path.abspath(settings.project_root)
         excludes = list(DEFAULT_EXCLUDES if settings.exclude is None else settings.exclude)
-        self.matcher = Matcher(excludes + list(settings.extend_exclude), "exclude setting", self.report)
+        patterns = excludes + list(settings.extend_exclude)
+        # patterns an extended configuration in a directory above gave (`../`...): matched from there
+        above: Dict[int, List[str]] = {}
+        for pattern in patterns:
+            if pattern.startswith("../"):
+                levels, rest = split_up(pattern)
+                above.setdefault(levels, []).append(rest)
+        self.matcher = Matcher([p for p in patterns if not p.startswith("../")], "exclude setting", self.report)
+        self.above = [(ancestor(self.root, levels), Matcher(rests, "exclude setting", self.report))
+                      for levels, rests in sorted(above.items())]
         self._name_memo: Dict[str, bool] = {}
         self.gitignore = settings.respect_gitignore
         self._ignores: Dict[str, Optional[Matcher]] = {}
@@ -115,7 +124,12 @@ class Excluder:
         root = self.root
         if absolute.startswith(root) and absolute[len(root):len(root) + 1] == os.sep:
             rel = absolute[len(root) + 1:].replace(os.sep, "/")
-            return self.matcher.match(rel + suffix)
+            if self.matcher.match(rel + suffix):
+                return True
+        for base, matcher in self.above:
+            if absolute.startswith(base.rstrip(os.sep) + os.sep):
+                if matcher.match(absolute[len(base.rstrip(os.sep)) + 1:].replace(os.sep, "/") + suffix):
+                    return True
         return False
 
     # ------------------------------------------------------------------ .gitignore
@@ -174,29 +188,42 @@ class Excluder:
         return self.ignored_by(self.chain_above(absolute), absolute, suffix)
 
 
-def discover(paths: Sequence[str], settings: Settings,
-             report: Optional[DiscoveryReport] = None) -> Tuple[List[Target], List[str]]:
+def discover(paths: Sequence[str], settings: Settings, report: Optional[DiscoveryReport] = None,
+             resolver: Optional["ConfigResolver"] = None,
+             project_root: Optional[str] = None) -> Tuple[List[Target], List[str]]:
     """Files to lint (sorted, de-duplicated) and paths that do not exist.
 
-    Rejected patterns and unreadable directories go to `report`; without one they are printed
-    to stderr as warnings (never dropped silently).
+    With a `resolver`, each directory's excludes are those of its closest configuration (ruff's
+    hierarchical configuration): a directory holding a configuration switches to it for what is below.
+    With `project_root` (listing a project's files), a directory whose configuration starts a project of
+    its own is left out. Rejected patterns and unreadable directories go to `report`; without one they
+    are printed to stderr as warnings (never dropped silently).
     """
     own = report is None
     report = DiscoveryReport() if report is None else report
-    excluder = Excluder(settings, report)
+    excluders: Dict[int, Excluder] = {}
+
+    def excluder_of(each: Settings) -> Excluder:
+        if id(each) not in excluders:
+            excluders[id(each)] = Excluder(each, report)
+        return excluders[id(each)]
+
+    excluder = excluder_of(settings)
+    switch = _switcher(resolver, excluder_of, project_root) if resolver is not None else None
     found: Dict[str, Target] = {}
     missing: List[str] = []
     for raw in paths:
+        here = excluder_of(resolver.for_path(raw)) if resolver is not None and os.path.lexists(raw) else excluder
         if os.path.isdir(raw) and not os.path.islink(raw) or (os.path.isdir(raw) and raw.endswith(os.sep)):
-            if settings.force_exclude and excluder.excluded(raw, True):
+            if settings.force_exclude and here.excluded(raw, True):
                 continue
-            for path in _walk(raw, excluder):
+            for path in _walk(raw, here, switch):
                 found.setdefault(os.path.normpath(path), Target(os.path.normpath(path), False))
         elif os.path.isdir(raw):  # a symlink to a directory named explicitly
-            for path in _walk(raw, excluder):
+            for path in _walk(raw, here, switch):
                 found.setdefault(os.path.normpath(path), Target(os.path.normpath(path), False))
         elif os.path.lexists(raw):
-            if settings.force_exclude and excluder.excluded(raw, False):
+            if settings.force_exclude and here.excluded(raw, False):
                 continue
             found[os.path.normpath(raw)] = Target(os.path.normpath(raw), True)
         else:
@@ -209,13 +236,36 @@ def discover(paths: Sequence[str], settings: Settings,
     return [found[k] for k in sorted(found)], missing
 
 
-def _walk(top: str, excluder: Excluder) -> Iterator[str]:
-    """Python files below `top`; symlinked directories are not followed (no loops)."""
+SKIP = None  # a _walk switch's answer for a directory that is not walked
+
+
+def _switcher(resolver: "ConfigResolver", excluder_of, project_root: Optional[str]):
+    """`switch(directory, names, current)`: the excluder for what is below a directory (its own
+    configuration's, else `current`), or SKIP for a directory that starts another project."""
+    root = os.path.abspath(project_root) if project_root else None
+
+    def switch(absolute: str, names, current: Excluder) -> Optional[Excluder]:
+        if not names.intersection(CONFIG_NAMES):
+            return current
+        settings = resolver.starts_config(absolute, names)
+        if settings is None:
+            return current
+        if root is not None and absolute != root and settings.root_config and \
+                os.path.dirname(os.path.abspath(settings.root_config)) == absolute:
+            return SKIP
+        return excluder_of(settings)
+
+    return switch
+
+
+def _walk(top: str, excluder: Excluder, switch=None) -> Iterator[str]:
+    """Python files below `top`; symlinked directories are not followed (no loops). `switch`: see
+    `_switcher` (hierarchical configuration)."""
     absolute_top = os.path.abspath(top)
     chain = excluder.chain_above(absolute_top)
-    todo: List[Tuple[str, str, List[Tuple[str, Matcher]]]] = [(top, absolute_top, chain)]
+    todo: List[Tuple[str, str, List[Tuple[str, Matcher]], Excluder]] = [(top, absolute_top, chain, excluder)]
     while todo:
-        directory, absolute, chain = todo.pop()
+        directory, absolute, chain, excluder = todo.pop()
         try:
             with os.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
@@ -225,6 +275,11 @@ def _walk(top: str, excluder: Excluder) -> Iterator[str]:
         names = {e.name for e in entries}
         if "pyvenv.cfg" in names and directory != top:  # a virtualenv (found before descending)
             continue
+        if switch is not None and directory != top:
+            switched = switch(absolute, names, excluder)
+            if switched is SKIP:
+                continue
+            excluder = switched
         if excluder.gitignore and ".gitignore" in names:
             matcher = excluder.gitignore_in(absolute)
             if matcher is not None:
@@ -247,4 +302,4 @@ def _walk(top: str, excluder: Excluder) -> Iterator[str]:
                 if not (excluder.by_settings(child, name, "") or excluder.ignored_by(chain, child, "")):
                     yield os.path.join(directory, name)
         for sub, child in reversed(subdirs):
-            todo.append((sub, child, chain))
+            todo.append((sub, child, chain, excluder))

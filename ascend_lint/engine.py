@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from . import noqa
-from .config import Settings
+from .config import Settings, ancestor, split_up
 from .core_rules import CORE_PACK, PARSE_ERROR_CODE, UNUSED_NOQA_CODE
 from .fileio import SourceError, SourceFile, check_size, decode_source, read_source, split_lines
 from .registry import code_matches, registered_codes
@@ -174,7 +174,11 @@ class Linter:
         base = os.path.basename(path)
         codes: List[str] = []
         for pattern, pattern_codes in self.settings.per_file_ignores.items():
-            if _glob_match(rel, base, pattern):
+            if pattern.startswith("../"):  # from an extended configuration in a directory above
+                levels, rest = split_up(pattern)
+                if _glob_match(_relative(path, ancestor(self._root, levels)), base, rest):
+                    codes.extend(pattern_codes)
+            elif _glob_match(rel, base, pattern):
                 codes.extend(pattern_codes)
         return codes
 

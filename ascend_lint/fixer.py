@@ -26,7 +26,7 @@ import textwrap
 import warnings
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .config import Settings
 from .engine import FileResult, Linter, parse
@@ -295,20 +295,25 @@ def _encode(source: SourceFile, text: str) -> Optional[bytes]:
 
 
 def fix_results(results: Sequence[FileResult], linter: Linter, settings: Settings, diff: bool = False,
-                show: bool = False, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> FixOutcome:
+                show: bool = False, out: Optional[TextIO] = None, err: Optional[TextIO] = None,
+                linters: Optional[Callable[[str], Linter]] = None) -> FixOutcome:
     """Fix every file of `results` (results are updated to the fixed sources and their findings).
 
-    With `diff`, print a unified diff per file instead of writing anything.
+    With `diff`, print a unified diff per file instead of writing anything. `linters`: each file's own
+    Linter (hierarchical configuration), whose settings then decide which fixes apply.
     """
     out = out or sys.stdout
     err = err or sys.stderr
     outcome = FixOutcome()
     for result in results:
-        apply_fix_settings(result.findings, settings)
         source = result.source
-        if source is None or not any(is_applicable(f, settings) for f in result.findings):
+        if source is None or not result.findings:
             continue
-        done = fix_text(source.text, source.path, result.findings, linter, settings)
+        own = linters(source.path) if linters is not None else linter
+        apply_fix_settings(result.findings, own.settings)
+        if not any(is_applicable(f, own.settings) for f in result.findings):
+            continue
+        done = fix_text(source.text, source.path, result.findings, own, own.settings)
         name = sanitize(source.path)
         for message in done.warnings:
             err.write(f"warning: {name}: {sanitize(message)}\n")

@@ -64,6 +64,15 @@ class Outcome:
     summarized: bool = False  # `summary` is meaningful (None then: the file does not parse)
 
 
+@dataclass
+class Group:
+    """Files linted with one configuration: its Linter and its result cache (one run key per settings)."""
+
+    linter: Linter
+    targets: Sequence[Target]
+    cache: Optional[ResultCache] = None
+
+
 def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
                  cache: Optional[ResultCache] = None, keep_sources: bool = True, index=None) -> List[FileResult]:
     """Lint every target; results come back sorted by path whatever the worker count.
@@ -73,17 +82,28 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
     `keep_sources`: results that have findings carry their SourceFile (the fixer and --add-noqa
     need it); otherwise sources are None and reports read lines lazily (see SourceLines).
     """
+    return lint_groups([Group(linter, targets, cache)], jobs, keep_sources, index)
+
+
+def lint_groups(groups: Sequence[Group], jobs: int = 1, keep_sources: bool = True, index=None) -> List[FileResult]:
+    """`lint_targets` for files of one project linted with different settings (hierarchical configuration):
+    one project model, each file linted with its group's Linter and cached under its group's run key."""
     global _PROJECT_FOR_WORKERS
+    group_of: Dict[str, Group] = {}
+    for group in groups:
+        if index is not None:
+            group.linter.project = index
+        for target in group.targets:
+            group_of.setdefault(target.path, group)
     if index is not None:
-        linter.project = index
         index.model()  # the provisional model, built before any worker is forked
     results: Dict[str, FileResult] = {}
     deps: Dict[str, Optional[list]] = {}  # path -> deps of its result (None: no project questions to check)
     stats: Dict[str, Tuple[str, int, int, int]] = {}  # path -> (sha, size, mtime, read_ns) for storing
     todo: List[Tuple[str, Optional[str]]] = []  # (path, hash the cache holds for it)
     sizes: Dict[str, int] = {}
-    for target in targets:
-        path = target.path
+    for path, group in group_of.items():
+        cache = group.cache
         try:
             st = os.stat(path)
         except OSError:
@@ -103,12 +123,15 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
             todo.append((path, cache.expected_hash(path)))
         else:
             todo.append((path, None))
-    hashing = cache is not None or index is not None
+    hashing = any(g.cache is not None for g in groups) or index is not None
     outcomes: List[Outcome] = []
     for batch in _batches(todo, index):
         _PROJECT_FOR_WORKERS = index
         try:
-            outcomes.extend(_run(linter, batch, sizes, jobs, hashing, keep_sources))
+            for group in groups:
+                part = [item for item in batch if group_of[item[0]] is group] if len(groups) > 1 else batch
+                if part:
+                    outcomes.extend(_run(group.linter, part, sizes, jobs, hashing, keep_sources))
         finally:
             _PROJECT_FOR_WORKERS = None
         if index is not None:  # the next batch sees the facts this one found in the syntax trees
@@ -119,6 +142,8 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
             index.model()
     for outcome in outcomes:
         path = outcome.path
+        group = group_of[path]
+        cache = group.cache
         if outcome.hit and cache is not None:
             found = cache.lookup_hash(path, outcome.sha)
             if found is not None:
@@ -127,7 +152,7 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
                                            cache.notes_of(path))
                 deps[path] = found[1]
                 continue
-            outcome = _lint_one(linter, path, None, hashing, keep_sources)  # malformed entry: lint it
+            outcome = _lint_one(group.linter, path, None, hashing, keep_sources)  # malformed entry: lint it
         if index is not None and outcome.summarized:
             index.update(path, outcome.summary, outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
         if outcome.sha:
@@ -139,17 +164,22 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
         final = index.model()
         for path in sorted(results):  # results whose project answers changed are linted again
             if not replay(final, deps.get(path) or [], index.summary_of):
-                outcome = _lint_one(linter, path, None, True, keep_sources)
+                outcome = _lint_one(group_of[path].linter, path, None, True, keep_sources)
                 results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
                 deps[path] = outcome.deps
                 if outcome.sha:
                     stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
         index.save()
-    if cache is not None:
-        for path, (sha, size, mtime_ns, read_ns) in stats.items():
-            cache.store(path, sha, size, mtime_ns, read_ns, results[path].findings, deps.get(path),
-                        results[path].notes)
-        cache.save()
+    for group in groups:
+        if group.cache is None:
+            continue
+        for target in group.targets:
+            stat = stats.get(target.path)
+            if stat is not None and group_of[target.path] is group:
+                sha, size, mtime_ns, read_ns = stat
+                group.cache.store(target.path, sha, size, mtime_ns, read_ns, results[target.path].findings,
+                                  deps.get(target.path), results[target.path].notes)
+        group.cache.save()
     return [results[p] for p in sorted(results)]
 
 

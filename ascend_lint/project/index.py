@@ -71,10 +71,11 @@ class _Summaries:
 class ProjectIndex:
     """Summaries of a project's files (relative paths, '/'-separated) and the model built from them."""
 
-    def __init__(self, root: str, settings: Any, store: Any = None) -> None:
+    def __init__(self, root: str, settings: Any, store: Any = None, resolver: Any = None) -> None:
         self.root = os.path.abspath(root)
         self.settings = settings
         self.store = store  # a cache.ProjectStore, or None (no cache)
+        self.resolver = resolver  # a config.ConfigResolver: each directory's excludes are its configuration's
         self.hashes: Dict[str, str] = {}  # relpath -> content hash ("buffer:..." for editor buffers)
         self.shapes: Dict[str, Optional[str]] = {}  # relpath -> shape of its summary (None: not computed yet)
         self.summaries = _Summaries(self)
@@ -83,17 +84,22 @@ class ProjectIndex:
 
     @classmethod
     def open(cls, paths: Sequence[str], settings: Any, cache: bool = True,
-             listed: Optional[Sequence[str]] = None) -> "ProjectIndex":
+             listed: Optional[Sequence[str]] = None, resolver: Any = None) -> "ProjectIndex":
         """The index of the project that `paths` belong to (its files listed and summarised). `listed`: the
-        files discovery found for `paths`, reused when `paths` include the root itself (no second walk)."""
-        root = find_project_root(paths, getattr(settings, "config_path", None))
+        files of this project that discovery found for `paths`, reused when `paths` include the root itself
+        (no second walk). With a `resolver` (hierarchical configuration), the model's settings are those of
+        the root's configuration, and directories whose configuration starts another project are left out."""
+        root = find_project_root(paths, getattr(settings, "root_config", None) or getattr(settings, "config_path", None))
+        if resolver is not None:
+            settings = resolver.for_dir(root)
         store = None
         if cache:
             from ..cache import ProjectStore
 
             store = ProjectStore.open(settings, root)
-        index = cls(root, settings, store)
-        whole = listed is not None and os.path.abspath(getattr(settings, "project_root", "")) == index.root and \
+        index = cls(root, settings, store, resolver)
+        same_excludes = resolver is not None or os.path.abspath(getattr(settings, "project_root", "")) == index.root
+        whole = listed is not None and same_excludes and \
             any(os.path.isdir(p) and os.path.abspath(p) == index.root for p in paths)
         index.load(list(listed) if whole else None)
         return index
@@ -112,8 +118,12 @@ class ProjectIndex:
         """Every Python file under the root, with discovery's excludes (symlinked directories not followed)."""
         from ..discovery import discover
 
-        settings = replace(self.settings, project_root=self.root, force_exclude=False)
-        targets, _missing = discover([self.root], settings)
+        if self.resolver is not None:
+            settings = replace(self.resolver.for_dir(self.root), force_exclude=False)
+            targets, _missing = discover([self.root], settings, resolver=self.resolver, project_root=self.root)
+        else:
+            settings = replace(self.settings, project_root=self.root, force_exclude=False)
+            targets, _missing = discover([self.root], settings)
         return [t.path for t in targets]
 
     def load(self, files: Optional[List[str]] = None) -> None:
