@@ -6,7 +6,6 @@ import contextlib
 import os
 import sys
 import traceback
-from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Type
 
 from . import __version__
@@ -20,6 +19,7 @@ from .registry import Registry, RegistryError, load_registry, print_warnings, se
 from .reporters import FORMATS, Report, display_path, get_reporter
 from .rule import Applicability, Finding, Rule
 from .sanitize import sanitize, sanitize_lines
+from .workspace import Configured, Workspace
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -227,47 +227,6 @@ def apply_cli(settings: Settings, args: argparse.Namespace, cwd: str) -> Setting
     return resolved
 
 
-@dataclass
-class Configured:
-    """The files of a run that share one resolved configuration, with its Linter."""
-
-    settings: Settings
-    linter: Linter
-    targets: List[Target]
-
-
-class RunSettings:
-    """Each linted file's Linter, by its resolved configuration (rules selected once per configuration)."""
-
-    def __init__(self, resolver: ConfigResolver, registry: Registry) -> None:
-        self.resolver = resolver
-        self.registry = registry
-        self._linters: Dict[int, Linter] = {}
-        self._warned: set = set()
-
-    def linter(self, settings: Settings) -> Linter:
-        linter = self._linters.get(id(settings))
-        if linter is None:
-            rules, warnings = select_rules(self.registry, settings)
-            print_warnings([w for w in warnings if w not in self._warned])
-            self._warned.update(warnings)
-            linter = self._linters[id(settings)] = Linter(rules, settings)
-        return linter
-
-    def linter_for(self, path: str) -> Linter:
-        return self.linter(self.resolver.for_path(path))
-
-    def groups(self, targets: Sequence[Target]) -> List[Configured]:
-        by_settings: Dict[int, Configured] = {}
-        for target in targets:
-            settings = self.resolver.for_path(target.path)
-            group = by_settings.get(id(settings))
-            if group is None:
-                group = by_settings[id(settings)] = Configured(settings, self.linter(settings), [])
-            group.targets.append(target)
-        return list(by_settings.values())
-
-
 def _use_color(stream: TextIO) -> bool:
     if os.environ.get("NO_COLOR"):
         return False
@@ -280,8 +239,8 @@ def run_check(args: argparse.Namespace) -> int:
     resolver = resolve_settings(args)
     settings = resolver.run  # the run-wide keys (fix, output format, cache) come from here
     registry = _registry()
-    configured = RunSettings(resolver, registry)
     paths = stdin_paths(args) or args.paths or ["."]
+    configured = Workspace(resolver, registry, paths, cache=not args.no_cache)
     if "-" in paths:
         if len(paths) > 1:
             raise UsageError("'-' (stdin) cannot be combined with other paths")
@@ -323,14 +282,14 @@ def run_check(args: argparse.Namespace) -> int:
     return emit(args, settings, registry, results, fixed, configured.linter_for)
 
 
-def lint_projects(args: argparse.Namespace, paths: Sequence[str], configured: RunSettings,
+def lint_projects(args: argparse.Namespace, paths: Sequence[str], configured: Workspace,
                   targets: Sequence[Target], registry: Registry, keep_sources: bool) -> List[FileResult]:
     """Lint the targets project by project (one project model each), each file with its configuration's
     Linter and result cache."""
     from .runner import Group, lint_groups
 
     projects: Dict[str, List[Configured]] = {}
-    for group in configured.groups(targets):
+    for group in configured.groups(targets):  # (the project root: project/root.py decides it)
         projects.setdefault(find_project_root(paths, group.settings.root_config), []).append(group)
     results: List[FileResult] = []
     for root, groups in projects.items():

@@ -307,18 +307,20 @@ def rebased(settings: Settings, directory: str) -> Settings:
         return replace(settings)
     return replace(
         settings,
-        exclude=None if settings.exclude is None else [rebase_pattern(p, old, directory) for p in settings.exclude],
-        extend_exclude=[rebase_pattern(p, old, directory) for p in settings.extend_exclude],
+        exclude=None if settings.exclude is None else
+        [rebase_pattern(p, old, directory, anchor=True) for p in settings.exclude],
+        extend_exclude=[rebase_pattern(p, old, directory, anchor=True) for p in settings.extend_exclude],
         per_file_ignores={rebase_pattern(p, old, directory): codes for p, codes in settings.per_file_ignores.items()},
     )
 
 
-def rebase_pattern(pattern: str, old: str, new: str) -> str:
-    """A glob relative to directory `old` as one relative to `new` (a leading `../` climbs). Patterns with no
-    slash but a trailing one match a name at any depth and stay as they are."""
+def rebase_pattern(pattern: str, old: str, new: str, anchor: bool = False) -> str:
+    """A glob relative to directory `old` as one relative to `new` (a leading `../` climbs). A pattern with
+    no slash but a trailing one matches a name at any depth and stays as it is. `anchor` (gitignore-style
+    excludes): a pattern that was anchored stays anchored (`/name/`) when it loses its inner slash."""
     negated = pattern.startswith("!")
     body = pattern[1:] if negated else pattern
-    if "/" not in body.strip("/"):
+    if "/" not in body.strip("/") and not body.startswith("/"):
         return pattern
     trailing = "/" if body.endswith("/") else ""
     absolute = os.path.join(old, *body.strip("/").split("/"))
@@ -326,6 +328,8 @@ def rebase_pattern(pattern: str, old: str, new: str) -> str:
         moved = os.path.relpath(absolute, new).replace(os.sep, "/")
     except ValueError:  # another drive: the pattern cannot name a file under `new`
         moved = absolute.replace(os.sep, "/")
+    if anchor and "/" not in moved:
+        moved = "/" + moved
     return ("!" if negated else "") + moved + trailing
 
 

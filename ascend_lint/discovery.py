@@ -49,6 +49,8 @@ class Matcher:
     def __init__(self, lines: Sequence[str], origin: str, report: DiscoveryReport) -> None:
         self._names = None
         patterns = [line for line in lines if line.strip()]
+        # a pattern with a slash before its end matches from the base directory only (gitignore's rule)
+        self.anchored = any("/" in p.strip().rstrip("/") for p in patterns)
         if all(_NAME_PATTERN.match(p) for p in patterns):  # plain names and `*` globs (the defaults):
             self.empty = not patterns                     # no pathspec needed (it costs ~15 ms to import)
             self._names = re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)").match
@@ -115,16 +117,19 @@ class Excluder:
 
     # ------------------------------------------------------------ settings patterns
     def by_settings(self, absolute: str, name: str, suffix: str) -> bool:
-        key = name + suffix
-        hit = self._name_memo.get(key)
-        if hit is None:
-            hit = self._name_memo[key] = self.matcher.match(key)
-        if hit:
-            return True
         root = self.root
-        if absolute.startswith(root) and absolute[len(root):len(root) + 1] == os.sep:
-            rel = absolute[len(root) + 1:].replace(os.sep, "/")
-            if self.matcher.match(rel + suffix):
+        inside = absolute.startswith(root) and absolute[len(root):len(root) + 1] == os.sep
+        if inside and self.matcher.anchored:  # an anchored pattern (`/build/`) must not match a bare name
+            if self.matcher.match(absolute[len(root) + 1:].replace(os.sep, "/") + suffix):
+                return True
+        else:
+            key = name + suffix
+            hit = self._name_memo.get(key)
+            if hit is None:
+                hit = self._name_memo[key] = self.matcher.match(key)
+            if hit:
+                return True
+            if inside and self.matcher.match(absolute[len(root) + 1:].replace(os.sep, "/") + suffix):
                 return True
         for base, matcher in self.above:
             if absolute.startswith(base.rstrip(os.sep) + os.sep):

@@ -1,12 +1,14 @@
 """flake8 plugin: ascend-lint findings as flake8 `ASC` errors (editors, `flake8 --select ASC`).
 
 A thin face over the one engine: flake8 parses the file once and hands us its tree; rules, settings
-(`[tool.ascend-lint]` / `.ascend-lint.yaml`, overridden by `--ascend-preview` / `--ascend-target` or
-the same keys in flake8's config) and the engine are ascend-lint's own. Line `# noqa` comments are
-left to flake8 (so `--disable-noqa` works); the file-level `# ascend-lint: noqa` is still ours.
+(the closest `[tool.ascend-lint]` / `.ascend-lint.yaml` to each file, as `check` resolves them,
+overridden by `--ascend-preview` / `--ascend-target` or the same keys in flake8's config) and the engine
+are ascend-lint's own. Line `# noqa` comments are left to flake8 (so `--disable-noqa` works); the
+file-level `# ascend-lint: noqa` is still ours.
 
-The project model is built once per process in `parse_options`, before flake8 forks its workers, from the
-project of the paths flake8 was given; a file read from stdin replaces its own summary.
+The project models of the paths flake8 was given are built once per process in `parse_options`, before
+flake8 forks its workers (a project found only below them is opened by the worker that meets it); a file
+read from stdin replaces its own summary.
 """
 from __future__ import annotations
 
@@ -16,33 +18,36 @@ import sys
 from typing import Any, ClassVar, Dict, Iterator, Optional, Sequence, Tuple
 
 from . import __version__
-from .config import TARGETS, ConfigError, load_settings
+from .config import TARGETS, ConfigError, ConfigResolver, load_settings
 from .engine import Linter
 from .fileio import SourceError, check_size
 from .sanitize import sanitize
-from .registry import PARSE_ERROR_CODE, RegistryError, load_registry, print_warnings, select_rules
+from .registry import PARSE_ERROR_CODE, RegistryError, load_registry, print_warnings
+from .workspace import Workspace
 
 Error = Tuple[int, int, str, type]
 
 
-def build_linter(preview: Optional[bool], target: Optional[str], start: str,
-                 paths: Sequence[str] = ()) -> Linter:
-    """The engine configured as the CLI would be from `start`, with flake8's overrides, and the project
-    model of `paths` (default: `start`)."""
+def build_workspace(preview: Optional[bool], target: Optional[str], start: str,
+                    paths: Sequence[str] = ()) -> Workspace:
+    """Each file's settings as the CLI would resolve them from `start`, with flake8's overrides, and the
+    project models of `paths` (default: `start`) opened."""
     if target is not None and target not in TARGETS:
         raise ConfigError(f"ascend-target must be one of {', '.join(TARGETS)}, got {target!r}")
-    settings = load_settings(None, False, start).override(preview=preview, target=target)
+
+    def flake8_options(settings):
+        return settings.override(preview=preview, target=target)
+
+    resolver = ConfigResolver(flake8_options(load_settings(None, False, start)), flake8_options)
     registry = load_registry()
     print_warnings(registry.warnings)
-    rules, warnings = select_rules(registry, settings)
-    print_warnings(warnings)
-    from .project.index import ProjectIndex
-
-    index = ProjectIndex.open([p for p in paths if p != "-"] or [start], settings)
-    index.complete()  # facts that need a tree, for files no CLI run has summarised yet
-    index.model()
-    index.save()
-    return Linter(rules, settings, project=index)
+    given = [p for p in paths if p != "-"] or [start]
+    workspace = Workspace(resolver, registry, given)
+    for path in given:
+        if os.path.exists(path):
+            workspace.rules(resolver.for_path(path))  # (a bad selection is an error now, not once per file)
+            workspace.index_for(path)
+    return workspace
 
 
 class AscendLintChecker:
@@ -54,7 +59,7 @@ class AscendLintChecker:
     preview: ClassVar[Optional[bool]] = None
     target: ClassVar[Optional[str]] = None
     paths: ClassVar[Tuple[str, ...]] = ()
-    _linters: ClassVar[Dict[Tuple[Optional[bool], Optional[str], str, Tuple[str, ...]], Linter]] = {}
+    _workspaces: ClassVar[Dict[Tuple[Optional[bool], Optional[str], str, Tuple[str, ...]], Workspace]] = {}
 
     def __init__(self, tree: ast.AST, filename: str, lines: Sequence[str]) -> None:
         self.tree = tree
@@ -79,17 +84,22 @@ class AscendLintChecker:
         cls.target = getattr(options, "ascend_target", None)
         cls.paths = tuple(getattr(options, "filenames", None) or ())
         try:  # fail at start-up with a clear message rather than once per file
-            cls.linter()
+            cls.workspace()
         except (ConfigError, RegistryError) as exc:
             raise SystemExit(f"ascend-lint: error: {sanitize(str(exc))}") from None
 
     @classmethod
-    def linter(cls) -> Linter:
+    def workspace(cls) -> Workspace:
         key = (cls.preview, cls.target, os.getcwd(), cls.paths)
-        linter = cls._linters.get(key)
-        if linter is None:
-            linter = cls._linters[key] = build_linter(cls.preview, cls.target, key[2], key[3])
-        return linter
+        workspace = cls._workspaces.get(key)
+        if workspace is None:
+            workspace = cls._workspaces[key] = build_workspace(cls.preview, cls.target, key[2], key[3])
+        return workspace
+
+    def linter(self) -> Linter:
+        """This file's Linter: its closest configuration's, bound to its project's model."""
+        return self.workspace().project_linter(self.filename if self.filename not in ("stdin", "-") else
+                                               os.path.join(os.getcwd(), "stdin.py"))
 
     def run(self) -> Iterator[Error]:
         """Yield (line, 0-based column, 'ASCnnn message', type) for flake8."""
