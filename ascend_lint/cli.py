@@ -10,7 +10,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, TextIO, Type
 
 from . import __version__
 from .config import ConfigError, Settings, load_settings
-from .discovery import Target, discover
+from .discovery import DiscoveryReport, Target, discover
 from .docs import fix_label, measured, precision_label, rule_text, rules_markdown, status
 from .engine import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
 from .fileio import SourceError, read_source, split_lines
@@ -221,24 +221,28 @@ def run_check(args: argparse.Namespace) -> int:
         if args.show_files:
             return EXIT_OK  # like ruff: stdin is no file to list
         return check_stdin(args, settings, linter, registry)
-    targets, missing = discover(paths, settings)
+    found = DiscoveryReport()
+    targets, missing = discover(paths, settings, found)
+    print_warnings(found.warnings)
     if args.show_files:
         return show_files(targets, missing)
     if args.show_settings:
         return show_settings(args, settings, rules, targets[0].path if targets else paths[0])
     results: List[FileResult] = [FileResult(p, [error_finding(p, "no such file or directory")]) for p in missing]
-    if not targets and not missing and not args.quiet:
+    results += [FileResult(d, [error_finding(d, f"directory not linted: {why}")]) for d, why in found.unreadable]
+    if not targets and not missing and not found.unreadable and not args.quiet:
         # nothing to lint (pre-commit passed no files, or all excluded): say so, and still write the report
         print("warning: No Python files found under the given path(s)", file=sys.stderr)
     from .runner import lint_targets
 
+    index = open_project(paths, settings, args, [t.path for t in targets])
     cache = None
     if not args.no_cache:
         from .cache import ResultCache
 
-        cache = ResultCache.open(settings, linter.rules, registry.fingerprint())
+        cache = ResultCache.open(settings, linter.rules, registry.fingerprint(), project=True)
     keep_sources = bool(settings.fix or args.diff or args.add_noqa)  # else reports read lines lazily
-    results += lint_targets(linter, targets, _jobs(args), cache=cache, keep_sources=keep_sources)
+    results += lint_targets(linter, targets, _jobs(args), cache=cache, keep_sources=keep_sources, index=index)
     if args.add_noqa:
         return add_noqa(results)
     fixed = 0
@@ -254,6 +258,14 @@ def run_check(args: argparse.Namespace) -> int:
     return emit(args, settings, registry, results, fixed)
 
 
+def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namespace,
+                 listed: Optional[Sequence[str]] = None):
+    """The project index of the linted paths (the project model's one entry point)."""
+    from .project.index import ProjectIndex
+
+    return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed)
+
+
 def _jobs(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -263,6 +275,10 @@ def _jobs(args: argparse.Namespace) -> int:
 def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) -> int:
     raw = sys.stdin.buffer.read(settings.max_file_size + 1)  # more than the cap: `file too large`
     path = args.stdin_filename or "-"
+    if args.stdin_filename:  # the buffer stands for that file of its project: the others give their facts
+        linter.project = open_project([path], settings, args)
+        _refresh_from_buffer(linter.project, path, raw)
+        linter.project.save()
     result = linter.lint_bytes(raw, path)
     fixed = 0
     if settings.fix or args.diff:
@@ -287,6 +303,17 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry) ->
             return EXIT_OK
         return EXIT_FINDINGS if result.findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
     return emit(args, settings, registry, [result], fixed)
+
+
+def _refresh_from_buffer(index, path: str, raw: bytes) -> None:
+    from .fileio import SourceError, decode_source
+
+    try:
+        text = decode_source(raw)[0]
+    except SourceError:
+        text = ""
+    index.refresh(path, text)
+    index.complete()
 
 
 def emit(args, settings: Settings, registry: Registry, results: Sequence[FileResult], fixed: int) -> int:

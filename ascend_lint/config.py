@@ -47,6 +47,8 @@ class Settings:
     extend_safe_fixes: List[str] = field(default_factory=list)
     extend_unsafe_fixes: List[str] = field(default_factory=list)
     cache_dir: Optional[str] = None
+    runtime_migration: Any = "auto"  # "auto" | True | False (project model: which modules run migrated)
+    migrating_modules: List[str] = field(default_factory=list)  # more modules whose import applies migration
     output_format: str = "full"
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     ignore_noqa: bool = False  # --ignore-noqa: no comment suppresses anything
@@ -111,6 +113,9 @@ KEYS: Dict[str, Tuple[str, Any, str]] = {
     "extend-safe-fixes": ("extend_safe_fixes", _str_list, "a list of rule codes or prefixes"),
     "extend-unsafe-fixes": ("extend_unsafe_fixes", _str_list, "a list of rule codes or prefixes"),
     "cache-dir": ("cache_dir", lambda v: isinstance(v, str), "a directory path"),
+    "runtime-migration": ("runtime_migration", lambda v: v is True or v is False or v == "auto",
+                          "\"auto\", true or false"),
+    "migrating-modules": ("migrating_modules", _str_list, "a list of module names"),
     "output-format": ("output_format", lambda v: isinstance(v, str), "an output format name"),
     "max-file-size": ("max_file_size", lambda v: parse_size(v) is not None,
                       "a positive size: bytes, or a string such as \"10 MB\""),

@@ -36,7 +36,7 @@ class UnreadableFile(Rule):
         use_instead="print('hello')",
         source="ruff reports syntax errors the same way: https://docs.astral.sh/ruff/linter/#error-suppression",
     )
-    flagged = ("import torch\ny = torch.transpose(x, 1, 2).contiguous(\n",)
+    flagged = ("import torch, torch_npu\ny = torch.transpose(x, 1, 2).contiguous(\n",)
     clean = ("import torch\ny = torch.transpose(x, 1, 2).contiguous()\n",)
 
 

@@ -1,11 +1,19 @@
-"""Which files to lint: walk directories for Python files, honouring excludes and .gitignore."""
+"""Which files to lint: walk directories for Python files, honouring excludes and .gitignore.
+
+Each directory is listed once (`os.scandir`); its `.gitignore` is read only if the listing shows one,
+and once. The `.gitignore` files above a walked directory are looked for up to the repository root
+(the nearest directory holding `.git`) or the project root, whichever comes first, once per walked
+path. A pattern the matcher rejects (an exclude glob, a `.gitignore` line) is one warning naming
+where it came from, and the run goes on without it; a directory that cannot be listed is reported.
+"""
 from __future__ import annotations
 
+import fnmatch
 import os
-from dataclasses import dataclass
+import re
+import sys
+from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
-
-import pathspec
 
 from .config import Settings
 
@@ -18,68 +26,164 @@ DEFAULT_EXCLUDES = (
 )
 
 
+_NAME_PATTERN = re.compile(r"[\w.*-]+\Z")
+
+
 @dataclass
 class Target:
     path: str
     explicit: bool  # named on the command line (always linted unless --force-exclude)
 
 
-def _spec(patterns: Sequence[str]) -> pathspec.PathSpec:
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+@dataclass
+class DiscoveryReport:
+    """What discovery could not do: rejected patterns (warnings) and directories it could not list."""
+
+    warnings: List[str] = field(default_factory=list)
+    unreadable: List[Tuple[str, str]] = field(default_factory=list)  # (directory, reason)
+
+
+class Matcher:
+    """Gitignore-style patterns; lines the matcher rejects are dropped with a warning."""
+
+    def __init__(self, lines: Sequence[str], origin: str, report: DiscoveryReport) -> None:
+        self._names = None
+        patterns = [line for line in lines if line.strip()]
+        if all(_NAME_PATTERN.match(p) for p in patterns):  # plain names and `*` globs (the defaults):
+            self.empty = not patterns                     # no pathspec needed (it costs ~15 ms to import)
+            self._names = re.compile("|".join(fnmatch.translate(p) for p in patterns) or "(?!)").match
+            return
+        import pathspec  # imported only when there is a gitignore-style pattern to match
+
+        good: List[str] = []
+        for number, line in enumerate(lines, 1):
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except Exception as exc:  # GitIgnorePatternError, re.error ([z-a]), ...
+                where = f"{origin}:{number}" if origin.endswith(".gitignore") else origin
+                report.warnings.append(f"{where}: pattern {line!r} ignored: {exc}")
+                continue
+            good.append(line)
+        self.spec = pathspec.GitIgnoreSpec.from_lines(good)
+        patterns = [p for p in self.spec.patterns if p.include is not None]
+        # Without negations, "excluded" is "some pattern matches": one combined regex answers it.
+        self._any = None
+        if patterns and all(p.include for p in patterns):
+            self._any = _combined(patterns)
+        self.empty = not patterns
+
+    def match(self, rel: str) -> bool:
+        if self.empty:
+            return False
+        if self._names is not None:  # a slash-less pattern matches any component of the path
+            names = self._names
+            return any(names(part) for part in rel.split("/") if part)
+        if self._any is not None:
+            return self._any(rel) is not None
+        return self.spec.match_file(rel)
+
+
+def _combined(patterns: Sequence[object]):
+    """One regex `match` for all the patterns (their named groups made plain), or None."""
+    try:
+        texts = [p.regex.pattern.replace("(?P<ps_d>", "(?:") for p in patterns]  # type: ignore[attr-defined]
+        return re.compile("|".join(f"(?:{t})" for t in texts)).match
+    except (AttributeError, re.error):
+        return None
 
 
 class Excluder:
     """Decides whether a path is excluded by settings or by a .gitignore file."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, report: Optional[DiscoveryReport] = None) -> None:
+        self.report = report if report is not None else DiscoveryReport()
         self.root = os.path.abspath(settings.project_root)
         excludes = list(DEFAULT_EXCLUDES if settings.exclude is None else settings.exclude)
-        self.spec = _spec(excludes + list(settings.extend_exclude))
+        self.matcher = Matcher(excludes + list(settings.extend_exclude), "exclude setting", self.report)
+        self._name_memo: Dict[str, bool] = {}
         self.gitignore = settings.respect_gitignore
-        self._ignores: Dict[str, Optional[pathspec.PathSpec]] = {}
+        self._ignores: Dict[str, Optional[Matcher]] = {}
 
-    def _gitignore_spec(self, directory: str) -> Optional[pathspec.PathSpec]:
+    # ------------------------------------------------------------ settings patterns
+    def by_settings(self, absolute: str, name: str, suffix: str) -> bool:
+        key = name + suffix
+        hit = self._name_memo.get(key)
+        if hit is None:
+            hit = self._name_memo[key] = self.matcher.match(key)
+        if hit:
+            return True
+        root = self.root
+        if absolute.startswith(root) and absolute[len(root):len(root) + 1] == os.sep:
+            rel = absolute[len(root) + 1:].replace(os.sep, "/")
+            return self.matcher.match(rel + suffix)
+        return False
+
+    # ------------------------------------------------------------------ .gitignore
+    def gitignore_in(self, directory: str) -> Optional[Matcher]:
+        """The .gitignore of `directory` (absolute), read once; None if it has none."""
         if directory not in self._ignores:
-            spec = None
+            matcher = None
             path = os.path.join(directory, ".gitignore")
             try:
                 with open(path, encoding="utf-8", errors="replace") as handle:
-                    spec = pathspec.GitIgnoreSpec.from_lines(handle.read().splitlines())
+                    lines = handle.read().splitlines()
             except OSError:
-                pass
-            self._ignores[directory] = spec
+                lines = None
+            if lines:
+                matcher = Matcher(lines, path, self.report)
+                if matcher.empty:
+                    matcher = None
+            self._ignores[directory] = matcher
         return self._ignores[directory]
 
+    def chain_above(self, absolute: str) -> List[Tuple[str, Matcher]]:
+        """(.gitignore's directory, matcher) for the directories above `absolute` up to the
+        repository root or the project root, innermost first."""
+        chain: List[Tuple[str, Matcher]] = []
+        if not self.gitignore or absolute == self.root:
+            return chain
+        directory = os.path.dirname(absolute)
+        inside_root = directory == self.root or directory.startswith(self.root + os.sep)
+        while True:
+            matcher = self.gitignore_in(directory)
+            if matcher is not None:
+                chain.append((directory, matcher))
+            if (inside_root and directory == self.root) or os.path.isdir(os.path.join(directory, ".git")):
+                return chain
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                return chain
+            directory = parent
+
+    @staticmethod
+    def ignored_by(chain: Sequence[Tuple[str, Matcher]], absolute: str, suffix: str) -> bool:
+        for base, matcher in chain:
+            rel = absolute[len(base) + 1:] if base != os.sep else absolute[1:]
+            if matcher.match(rel.replace(os.sep, "/") + suffix):
+                return True
+        return False
+
     def excluded(self, path: str, is_dir: bool) -> bool:
+        """For one path named on the command line."""
         absolute = os.path.abspath(path)
         suffix = "/" if is_dir else ""
-        rel = os.path.relpath(absolute, self.root).replace(os.sep, "/")
-        name = os.path.basename(absolute)
-        if self.spec.match_file(name + suffix) or (not rel.startswith("..") and self.spec.match_file(rel + suffix)):
+        if self.by_settings(absolute, os.path.basename(absolute), suffix):
             return True
         if is_dir and os.path.isfile(os.path.join(absolute, "pyvenv.cfg")):
             return True
-        return self.gitignore and self._git_ignored(absolute, suffix)
-
-    def _git_ignored(self, absolute: str, suffix: str) -> bool:
-        directory = os.path.dirname(absolute)
-        while True:
-            spec = self._gitignore_spec(directory)
-            if spec is not None:
-                rel = os.path.relpath(absolute, directory).replace(os.sep, "/")
-                if spec.match_file(rel + suffix):
-                    return True
-            if os.path.isdir(os.path.join(directory, ".git")):
-                return False
-            parent = os.path.dirname(directory)
-            if parent == directory:
-                return False
-            directory = parent
+        return self.ignored_by(self.chain_above(absolute), absolute, suffix)
 
 
-def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[Target], List[str]]:
-    """Files to lint (sorted, de-duplicated) and paths that do not exist."""
-    excluder = Excluder(settings)
+def discover(paths: Sequence[str], settings: Settings,
+             report: Optional[DiscoveryReport] = None) -> Tuple[List[Target], List[str]]:
+    """Files to lint (sorted, de-duplicated) and paths that do not exist.
+
+    Rejected patterns and unreadable directories go to `report`; without one they are printed
+    to stderr as warnings (never dropped silently).
+    """
+    own = report is None
+    report = DiscoveryReport() if report is None else report
+    excluder = Excluder(settings, report)
     found: Dict[str, Target] = {}
     missing: List[str] = []
     for raw in paths:
@@ -97,17 +201,50 @@ def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[Target], Li
             found[os.path.normpath(raw)] = Target(os.path.normpath(raw), True)
         else:
             missing.append(raw)
+    if own:
+        for message in report.warnings:
+            print(f"warning: {message}", file=sys.stderr)
+        for directory, reason in report.unreadable:
+            print(f"warning: {directory}: directory not linted: {reason}", file=sys.stderr)
     return [found[k] for k in sorted(found)], missing
 
 
 def _walk(top: str, excluder: Excluder) -> Iterator[str]:
     """Python files below `top`; symlinked directories are not followed (no loops)."""
-    for directory, dirnames, filenames in os.walk(top, followlinks=False, onerror=None):
-        dirnames[:] = sorted(
-            d for d in dirnames if not excluder.excluded(os.path.join(directory, d), True)
-        )
-        for name in sorted(filenames):
-            if name.endswith(PY_SUFFIXES):
-                path = os.path.join(directory, name)
-                if not excluder.excluded(path, False):
-                    yield path
+    absolute_top = os.path.abspath(top)
+    chain = excluder.chain_above(absolute_top)
+    todo: List[Tuple[str, str, List[Tuple[str, Matcher]]]] = [(top, absolute_top, chain)]
+    while todo:
+        directory, absolute, chain = todo.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            excluder.report.unreadable.append((directory, exc.strerror or str(exc)))
+            continue
+        names = {e.name for e in entries}
+        if "pyvenv.cfg" in names and directory != top:  # a virtualenv (found before descending)
+            continue
+        if excluder.gitignore and ".gitignore" in names:
+            matcher = excluder.gitignore_in(absolute)
+            if matcher is not None:
+                chain = [(absolute, matcher)] + chain
+        subdirs = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            child = os.path.join(absolute, name)
+            if is_dir:
+                if entry.is_symlink():
+                    continue
+                if excluder.by_settings(child, name, "/") or excluder.ignored_by(chain, child, "/"):
+                    continue
+                subdirs.append((os.path.join(directory, name), child))
+            elif name.endswith(PY_SUFFIXES):
+                if not (excluder.by_settings(child, name, "") or excluder.ignored_by(chain, child, "")):
+                    yield os.path.join(directory, name)
+        for sub, child in reversed(subdirs):
+            todo.append((sub, child, chain))

@@ -19,10 +19,10 @@ Default rules run unless deselected; preview rules run only with `--preview`. "P
 held-out repositories the rules were not tuned on (docs/precision.md says how): the volume-weighted share of
 findings judged TRUE (an actionable Ascend performance issue) and TRUE or DEBATABLE; "not measured" until
 then. A default rule must reach 50 % and 90 %. Rules marked
-*NPU context* stay silent in files that do not import `torch_npu`, `mindspore` or Ascend apex names
-and do not mention an `npu` device or `hccl` backend (`--target npu` forces it on). Pack `core` holds
-ascend-lint's own checks: ASC000 (a file that could not be linted, always on) and ASC001 (unused
-`# noqa` codes).
+*NPU context* stay silent in files that do not import `torch_npu`, `mindspore` or Ascend apex names,
+do not use `torch.npu.*` and do not mention an `npu` device or `hccl` backend (`--target npu` forces it on).
+Pack `core` holds ascend-lint's own checks: ASC000 (a file that could not be linted, always on) and ASC001
+(unused `# noqa` codes).
 """
 
 

@@ -21,7 +21,11 @@ from .core_rules import CORE_PACK, PARSE_ERROR_CODE, UNUSED_NOQA_CODE
 from .fileio import SourceError, SourceFile, check_size, decode_source, read_source, split_lines
 from .registry import code_matches, registered_codes
 from .rule import Finding, Rule, Severity
-from .semantic import FileContext, project_relative
+from .project.model import ProjectModel
+from .project.summary import Summary, light_summary
+from .project.summary import summarize as summarize_tree
+from .project.view import ProjectView
+from .semantic import NULL_VIEW, FileContext, project_relative
 from .training_code import path_reason
 from .triggers import TriggerText, alias_words
 from .walker import Walker
@@ -29,7 +33,8 @@ from .walker import Walker
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
 PYTHON2_LINE_RE = re.compile(
     r"\s*(?:except\s+[\w.()]+\s*,\s*\w+\s*:|print\s+[^\s(=]|exec\s+[\"'\w]|raise\s+[\w.]+\s*,)")
-NPU_HINTS = ("torch_npu", "mindspore", "mindformers", "mindspeed", "hccl", "Npu", "npu'", 'npu"', "npu:", ".npu(")
+NPU_HINTS = ("torch_npu", "mindspore", "mindformers", "mindspeed", "hccl", "Npu", "npu'", 'npu"', "npu:", ".npu(",
+             "torch.npu.")
 # FileResult note: NPU-context rules that could apply were skipped in a file that uses CUDA (a GPU
 # script not yet ported: `--target npu` checks it as NPU code).
 NPU_RULES_SKIPPED_FOR_CUDA = "npu-rules-skipped-cuda"
@@ -41,6 +46,19 @@ class FileResult:
     findings: List[Finding] = field(default_factory=list)
     source: Optional[SourceFile] = None
     notes: Tuple[str, ...] = ()  # facts about the run on this file for the summary (see NPU_RULES_SKIPPED_FOR_CUDA)
+    summary: Optional[Summary] = None  # the file's project summary (None: it does not parse)
+    deps: Optional[list] = None  # the project-model questions its rules asked, with the answers
+    failed: bool = False  # it could not be read, decoded or parsed: it contributes no project facts
+
+
+@dataclass
+class Analysis:
+    """What linting one source gives: findings, the file's summary (when asked), its deps and notes."""
+
+    findings: List[Finding]
+    summary: Optional[Summary] = None
+    deps: List[list] = field(default_factory=list)
+    notes: Tuple[str, ...] = ()
 
 
 def error_finding(path: str, reason: str, line: int = 1, col: int = 1) -> Finding:
@@ -103,10 +121,14 @@ class Linter:
     # not descended into; off only to test that pruning never loses a finding.
     prune = True
 
-    def __init__(self, rules: Sequence[Type[Rule]], settings: Settings) -> None:
+    def __init__(self, rules: Sequence[Type[Rule]], settings: Settings, project: object = None) -> None:
         self.rules = list(rules)
         self.settings = settings
+        self._triggers = tuple(sorted({t for r in self.rules for t in r.triggers or ("",)} | set(NPU_HINTS)))
+        self._file_gates = tuple({r.file_triggers or ("",): None for r in self.rules})
         self._root = os.path.abspath(settings.project_root)
+        # a project.index.ProjectIndex (anything with view_for(path)); None: each file is its own project
+        self.project = project
 
     # --------------------------------------------------------------- entry points
     def lint_path(self, path: str) -> FileResult:
@@ -124,13 +146,18 @@ class Linter:
             return FileResult(path, [error_finding(path, exc.reason, exc.line, exc.col)])
         return self.lint_source(SourceFile(path, raw, text, encoding))
 
-    def lint_source(self, source: SourceFile, tree: Optional[ast.Module] = None) -> FileResult:
+    def lint_source(self, source: SourceFile, tree: Optional[ast.Module] = None, summarize: bool = False,
+                    light: Optional[Summary] = None) -> FileResult:
+        """Lint a decoded source; with `summarize`, also return its project summary and deps."""
         result = FileResult(source.path, source=source)
         try:
             with _gc_paused():  # the tree dies (by refcount) inside: no cyclic GC pass over it
-                result.findings, result.notes = self.check_file(source.text, source.path, tree)
+                analysis = self.analyse(source.text, source.path, tree, summarize=summarize, light=light)
+            result.findings, result.summary, result.deps = analysis.findings, analysis.summary, analysis.deps
+            result.notes = analysis.notes
         except SourceError as exc:
             result.findings = [error_finding(source.path, exc.reason, exc.line, exc.col)]
+            result.deps, result.failed = [], True
         return result
 
     # ------------------------------------------------------------------- core
@@ -152,51 +179,61 @@ class Linter:
         return codes
 
     def check(self, text: str, path: str, tree: Optional[ast.Module] = None,
-              line_noqa: bool = True) -> List[Finding]:
+              line_noqa: bool = True, view: Optional[ProjectView] = None) -> List[Finding]:
         """Findings for one decoded source (noqa applied); raises SourceError if it does not parse.
 
-        `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own).
-        With `ignore-noqa` set, no comment suppresses anything.
+        `line_noqa=False` leaves line `# noqa` comments to the caller (flake8 applies its own). With
+        `ignore-noqa` set, no comment suppresses anything. The project facts come from `view`, else from
+        the linter's project, else from the file alone.
         """
-        return self.check_file(text, path, tree, line_noqa)[0]
+        return self.analyse(text, path, tree, line_noqa, view).findings
 
-    def check_file(self, text: str, path: str, tree: Optional[ast.Module] = None,
-                   line_noqa: bool = True) -> Tuple[List[Finding], Tuple[str, ...]]:
-        """`check`, and the file's notes for the run's summary."""
+    def analyse(self, text: str, path: str, tree: Optional[ast.Module] = None, line_noqa: bool = True,
+                view: Optional[ProjectView] = None, summarize: bool = False,
+                light: Optional[Summary] = None) -> Analysis:
+        """`check`, plus the file's summary (with `summarize`; `light`: its text-only summary if known),
+        the project questions its rules asked (deps) and the file's notes for the run's summary."""
+        if view is None and self.project is not None:
+            view = self.project.view_for(path)
         rules = self.rules_for(path)
         walked = [r for r in rules if r.pack != CORE_PACK]
-        found, skipped, lines, notes = self._walk(walked, text, path, tree)
+        walk = self._walk(walked, text, path, tree, view, summarize, light)
+        lines = walk.lines
         if self.settings.ignore_noqa:
-            findings = found
+            findings = walk.findings
         else:
-            if (found or "noqa" in text) and lines is None:
+            if (walk.findings or "noqa" in text) and lines is None:
                 lines = split_lines(text)
-            findings = noqa.filter_findings(found, lines if line_noqa and found else [], text)
+            findings = noqa.filter_findings(walk.findings, lines if line_noqa and walk.findings else [], text)
             if "noqa" in text and any(r.code == UNUSED_NOQA_CODE for r in rules):
-                ran = {r.code for r in walked} - skipped
-                unused = noqa.unused_noqa(path, text, lines or [], found, ran, registered_codes())
+                ran = {r.code for r in walked} - walk.skipped
+                unused = noqa.unused_noqa(path, text, lines or [], walk.findings, ran, registered_codes())
                 findings += noqa.filter_findings(unused, lines if line_noqa else [], text)
         findings.sort(key=Finding.sort_key)
-        return _dedupe(findings), notes
+        return Analysis(_dedupe(findings), walk.summary, walk.deps, walk.notes)
 
-    def _walk(self, rules: List[Type[Rule]], text: str, path: str, tree: Optional[ast.Module]
-              ) -> Tuple[List[Finding], Set[str], Optional[List[str]], Tuple[str, ...]]:
-        """(findings before noqa, codes skipped for the file's context, the file's lines if split, notes)."""
+    def _walk(self, rules: List[Type[Rule]], text: str, path: str, tree: Optional[ast.Module],
+              view: Optional[ProjectView], summarize: bool, light: Optional[Summary]) -> "_Walk":
+        """Run the rules that can apply over one walk of the file (see `_Walk`)."""
         skipped: Set[str] = set()  # rules silent here because of the file's context (NPU, migration, tests)
         if path_reason(project_relative(path, self._root)) is not None:  # a test, benchmark or offline tool
             skipped.update(r.code for r in rules if r.training_code_only)
             rules = [r for r in rules if not r.training_code_only]
         scan = TriggerText(text)
-        occurs = scan.occurs
+        gate = scan.occurs_plainly
+        passed = {group: any(map(gate, group)) for group in self._file_gates}  # (few distinct groups)
+        rules = [r for r in rules if passed[r.file_triggers or ("",)]]
+        if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
+            return _Walk([], skipped, None, (), _summary_without_tree(text, path, light) if summarize else None)
+        present = scan.may_occur(self._triggers)  # (texts that are not words: maybe)
         aliases = scan.import_aliases()
 
         def applies(rule: Type[Rule]) -> bool:
-            return (any(occurs(t) for t in rule.file_triggers or ("",))
-                    and (not self.prune or any(occurs(t) for t in rule.triggers or ("",))
-                         or bool(aliases and alias_words(aliases, rule.triggers))))
+            return (not self.prune or any(present[t] for t in rule.triggers or ("",))
+                    or bool(aliases and alias_words(aliases, rule.triggers)))
 
         notes: Tuple[str, ...] = ()
-        if self.settings.target != "npu" and not any(h in text for h in NPU_HINTS):
+        if self.settings.target != "npu" and not any(present[h] and scan.occurs(h) for h in NPU_HINTS):
             gated = [r for r in rules if r.npu_context]
             skipped.update(r.code for r in gated)
             rules = [r for r in rules if not r.npu_context]
@@ -204,11 +241,19 @@ class Linter:
                 notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
         rules = [r for r in rules if applies(r)]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
-            return [], skipped, None, notes
+            return _Walk([], skipped, None, notes, _summary_without_tree(text, path, light) if summarize else None)
         if tree is None:
             with _gc_paused():
                 tree = parse(text, path)
-        ctx = FileContext(path, text, tree, self.settings.target, self._root)
+        ctx = FileContext(path, text, tree, self.settings.target, self._root, occurs=scan.occurs,
+                          project=view or NULL_VIEW, migrating_modules=tuple(self.settings.migrating_modules))
+        summary = None
+        if summarize or view is None:
+            summary = summarize_tree(tree, text, ctx, light)
+        if view is None:  # no project: the file is a project of its own
+            view = single_file_view(summary, path)
+            ctx.attach(view)
+            summary = summary if summarize else None
         instances = []
         for rule in rules:
             if (rule.npu_context and not ctx.npu) or (rule.silent_when_auto_migrated and ctx.auto_migrated):
@@ -218,7 +263,7 @@ class Linter:
                 continue
             instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
         if not instances:
-            return [], skipped, None, notes
+            return _Walk([], skipped, None, notes, summary, view.deps)
         table: Dict[type, list] = {}
         triggers: Set[str] = set()
         prune = self.prune
@@ -232,7 +277,7 @@ class Linter:
         hit_lines = None
         if prune:
             words = alias_words(aliases, tuple(sorted(triggers))) if aliases else ()
-            hit_lines = scan.lines(sorted(t for t in triggers if occurs(t)), words)
+            hit_lines = scan.lines(sorted(t for t in triggers if present[t]), words)
         try:
             Walker(ctx, table, hit_lines).run()
             for inst in instances:
@@ -242,7 +287,51 @@ class Linter:
         except Exception as exc:  # a rule bug must not end the run: report it on this file
             raise SourceError(f"internal error in rule {_failing_rule(exc)} ({exc!r}); please report it") from None
         findings: List[Finding] = [f for inst in instances for f in inst.findings]
-        return findings, skipped, (ctx.lines if findings else None), notes
+        return _Walk(findings, skipped, (ctx.lines if findings else None), notes, summary, view.deps)
+
+
+@dataclass
+class _Walk:
+    """One walk's outcome: findings before noqa, codes skipped for the file's context (NPU, migration,
+    not training code), the file's lines if split, notes, summary and deps."""
+
+    findings: List[Finding]
+    skipped: Set[str]
+    lines: Optional[List[str]]
+    notes: Tuple[str, ...]
+    summary: Optional[Summary] = None
+    deps: List[list] = field(default_factory=list)
+
+
+def _summary_without_tree(text: str, path: str, light: Optional[Summary]) -> Optional[Summary]:
+    """The summary of a file the rules do not need to parse: its text-only summary, completed from a parse
+    only when its text may hold facts that need the tree (None: it does not parse)."""
+    summary = light if light is not None else light_summary(text)
+    if not summary.get("light"):
+        return summary
+    try:
+        with _gc_paused():
+            tree = parse(text, path)
+    except SourceError:
+        return None
+    return summarize_tree(tree, text, None, summary)
+
+
+class NoProject:
+    """A project provider that knows nothing: rules see only the file (benchmarks' baseline; no summary,
+    no model)."""
+
+    def view_for(self, path: str) -> ProjectView:
+        return NULL_VIEW
+
+
+def single_file_view(summary: Summary, path: str) -> ProjectView:
+    """A view of a project made of this one file (a snippet or a file linted without a project)."""
+    name = os.path.basename(path.replace("\\", "/")) or "snippet.py"
+    if not name.endswith((".py", ".pyi")):
+        name += ".py"
+    model = ProjectModel.build({name: summary})
+    return ProjectView(model, model.module_of(name), name, {name: summary}.get)
 
 
 _HANDLERS: Dict[type, List[Tuple[type, str]]] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,10 +1,21 @@
-"""Running the linter over many files: the result cache, worker processes, stable output order.
+"""Running the linter over many files: the project model, the result cache, worker processes, stable output.
+
+With a project index (every face but bare API calls has one), a run is:
+1. the index gives every project file's summary: stored ones for unchanged bytes, a cheap text-only one
+   for the rest; the *provisional* model is built from them (before any worker is forked);
+2. files whose findings are not in the cache are linted ONCE against the provisional model; the same
+   parse gives their full summary (no second parse) and their deps (the model questions asked);
+3. files of the project that are not linted and still lack facts that need a tree are parsed;
+4. the final model is built, and every result, fresh or cached, whose deps get a different answer from
+   it is linted again. So editing `train.py` changes the findings of `utils.py`, and nothing else is
+   linted twice.
 
 Files are streamed: each is read, linted and dropped, and nothing but its findings is kept (plus its
 source when the caller will rewrite it), so memory does not grow with the size of the tree. With
 `jobs > 1` and enough work, files go to worker processes in chunks, largest files first; every
-worker rebuilds the Linter from the settings and the rules' import paths (nothing big is pickled).
-Results come back sorted by path whatever the worker count, so `-j 1` and `-j 8` print the same.
+worker rebuilds the Linter from the settings and the rules' import paths (the project index is inherited
+by forked workers; elsewhere answers are re-checked in the parent). Results come back sorted by path
+whatever the worker count, so `-j 1` and `-j 8` print the same.
 """
 from __future__ import annotations
 
@@ -22,6 +33,7 @@ from .config import Settings
 from .discovery import Target
 from .engine import FileResult, Linter, error_finding
 from .fileio import SourceError, SourceFile, decode_source, read_bytes, read_source, split_lines
+from .project.view import replay
 from .rule import Finding, Rule
 
 # Below this much source, starting worker processes costs more than it saves (measured: a forked
@@ -47,17 +59,27 @@ class Outcome:
     read_ns: int = 0
     hit: bool = False  # the expected hash matched: `findings` is empty and the cache entry stands
     notes: Tuple[str, ...] = ()  # FileResult.notes
+    summary: Optional[dict] = None  # the file's full project summary when it was computed
+    deps: Optional[list] = None  # the project-model questions asked, with their answers
+    summarized: bool = False  # `summary` is meaningful (None then: the file does not parse)
 
 
 def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
-                 cache: Optional[ResultCache] = None, keep_sources: bool = True) -> List[FileResult]:
+                 cache: Optional[ResultCache] = None, keep_sources: bool = True, index=None) -> List[FileResult]:
     """Lint every target; results come back sorted by path whatever the worker count.
 
-    With `cache`, unchanged files are answered from it and new results are stored and saved.
+    With `cache`, unchanged files are answered from it and new results are stored and saved. With
+    `index` (a project.index.ProjectIndex), the rules see the project model (see the module docstring).
     `keep_sources`: results that have findings carry their SourceFile (the fixer and --add-noqa
     need it); otherwise sources are None and reports read lines lazily (see SourceLines).
     """
+    global _PROJECT_FOR_WORKERS
+    if index is not None:
+        linter.project = index
+        index.model()  # the provisional model, built before any worker is forked
     results: Dict[str, FileResult] = {}
+    deps: Dict[str, Optional[list]] = {}  # path -> deps of its result (None: no project questions to check)
+    stats: Dict[str, Tuple[str, int, int, int]] = {}  # path -> (sha, size, mtime, read_ns) for storing
     todo: List[Tuple[str, Optional[str]]] = []  # (path, hash the cache holds for it)
     sizes: Dict[str, int] = {}
     for target in targets:
@@ -71,44 +93,89 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
         if cache is not None:
             hit = cache.lookup(path, st)
             if hit is not None:
-                sha, findings = hit
+                sha, findings, hit_deps = hit
                 if not (findings and keep_sources):
                     results[path] = FileResult(path, findings, notes=cache.notes_of(path))
+                    deps[path] = hit_deps
                     continue
                 todo.append((path, sha))  # its source is needed: read it (and re-check the hash)
                 continue
-            entry = cache.entries.get(os.path.abspath(path))
-            todo.append((path, entry[0] if isinstance(entry, list) and entry else None))
+            todo.append((path, cache.expected_hash(path)))
         else:
             todo.append((path, None))
-    hashing = cache is not None
-    for outcome in _run(linter, todo, sizes, jobs, hashing, keep_sources):
+    hashing = cache is not None or index is not None
+    outcomes: List[Outcome] = []
+    for batch in _batches(todo, index):
+        _PROJECT_FOR_WORKERS = index
+        try:
+            outcomes.extend(_run(linter, batch, sizes, jobs, hashing, keep_sources))
+        finally:
+            _PROJECT_FOR_WORKERS = None
+        if index is not None:  # the next batch sees the facts this one found in the syntax trees
+            for outcome in outcomes:
+                if outcome.summarized and not outcome.hit:
+                    index.update(outcome.path, outcome.summary, outcome.sha, outcome.size, outcome.mtime_ns,
+                                 outcome.read_ns)
+            index.model()
+    for outcome in outcomes:
         path = outcome.path
         if outcome.hit and cache is not None:
-            findings = cache.lookup_hash(path, outcome.sha)
-            if findings is not None:
+            found = cache.lookup_hash(path, outcome.sha)
+            if found is not None:
                 cache.refresh_stat(path, outcome.size, outcome.mtime_ns, outcome.read_ns)
-                results[path] = FileResult(path, findings, outcome.source if findings and keep_sources else None,
+                results[path] = FileResult(path, found[0], outcome.source if found[0] and keep_sources else None,
                                            cache.notes_of(path))
+                deps[path] = found[1]
                 continue
             outcome = _lint_one(linter, path, None, hashing, keep_sources)  # malformed entry: lint it
-        if cache is not None and outcome.sha:
-            cache.store(path, outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns, outcome.findings,
-                        outcome.notes)
+        if index is not None and outcome.summarized:
+            index.update(path, outcome.summary, outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
+        if outcome.sha:
+            stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
         results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
+        deps[path] = outcome.deps
+    if index is not None:
+        index.complete(skip=[r for r in (index.relpath(p) for p in results) if r is not None])
+        final = index.model()
+        for path in sorted(results):  # results whose project answers changed are linted again
+            if not replay(final, deps.get(path) or [], index.summary_of):
+                outcome = _lint_one(linter, path, None, True, keep_sources)
+                results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
+                deps[path] = outcome.deps
+                if outcome.sha:
+                    stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
+        index.save()
     if cache is not None:
+        for path, (sha, size, mtime_ns, read_ns) in stats.items():
+            cache.store(path, sha, size, mtime_ns, read_ns, results[path].findings, deps.get(path),
+                        results[path].notes)
         cache.save()
     return [results[p] for p in sorted(results)]
 
 
+def _batches(todo: List[Tuple[str, Optional[str]]], index) -> List[List[Tuple[str, Optional[str]]]]:
+    """With a project, files whose syntax trees hold project facts (step loops, precision decisions) go
+    first, so the model the others are linted against already has those facts (fewer files linted twice)."""
+    if index is None:
+        return [todo]
+    first, rest = [], []
+    for item in todo:
+        rel = index.relpath(item[0])
+        summary = index.summaries.get(rel) if rel is not None else None
+        (first if summary is None or summary.get("light") else rest).append(item)
+    return [batch for batch in (first, rest) if batch]
+
+
 # ----------------------------------------------------------------------------- one file
 def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool, keep_source: bool) -> Outcome:
-    """Read, hash and lint one file; stop after hashing when the bytes are the `expected` ones."""
+    """Read, hash and lint one file; stop after hashing when the bytes are the `expected` ones.
+
+    With a project, the file's summary is computed from the same parse when the index lacks it."""
     read_ns = time.time_ns()
     try:  # regular files only, at most `max-file-size` bytes (fileio.read_bytes)
         raw, st = read_bytes(path, linter.settings.max_file_size)
     except SourceError as exc:
-        return Outcome(path, [error_finding(path, exc.reason, exc.line, exc.col)])
+        return Outcome(path, [error_finding(path, exc.reason, exc.line, exc.col)], deps=[])
     sha = content_hash(raw) if hashing else ""
     if expected is not None and sha == expected:
         source = None
@@ -119,9 +186,23 @@ def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool,
             except SourceError:
                 pass
         return Outcome(path, [], source, sha, st.st_size, st.st_mtime_ns, read_ns, hit=True)
-    result = linter.lint_bytes(raw, path)
+    index = linter.project
+    want, light = False, None
+    if index is not None and hasattr(index, "summaries"):
+        rel = index.relpath(path)
+        known = index.summaries.get(rel) if rel is not None else None
+        if rel is not None and (known is None or known.get("light") or index.hashes.get(rel) != sha):
+            want = True
+            light = known if known is not None and index.hashes.get(rel) == sha else None
+    try:
+        text, encoding = decode_source(raw)
+    except SourceError as exc:
+        return Outcome(path, [error_finding(path, exc.reason, exc.line, exc.col)], None, sha, st.st_size,
+                       st.st_mtime_ns, read_ns, deps=[], summarized=index is not None)
+    result = linter.lint_source(SourceFile(path, raw, text, encoding), summarize=want, light=light)
     source = result.source if (keep_source and result.findings) else None
-    return Outcome(path, result.findings, source, sha, st.st_size, st.st_mtime_ns, read_ns, notes=result.notes)
+    return Outcome(path, result.findings, source, sha, st.st_size, st.st_mtime_ns, read_ns, notes=result.notes,
+                   summary=result.summary, deps=result.deps, summarized=want or (result.failed and index is not None))
 
 
 # ----------------------------------------------------------------------------- many files
@@ -195,11 +276,12 @@ def rebuild_rules(refs: Sequence[RuleRef]) -> List[Type[Rule]]:
 
 
 _WORKER_LINTER: Optional[Linter] = None
+_PROJECT_FOR_WORKERS = None  # the project index, inherited by forked workers
 
 
 def _init_worker(settings: Settings, refs: Sequence[RuleRef]) -> None:
     global _WORKER_LINTER
-    _WORKER_LINTER = Linter(rebuild_rules(refs), settings)
+    _WORKER_LINTER = Linter(rebuild_rules(refs), settings, project=_PROJECT_FOR_WORKERS)
 
 
 def _lint_chunk(chunk: Sequence[Tuple[str, Optional[str]]], hashing: bool, keep_sources: bool) -> List[Outcome]:

@@ -12,10 +12,13 @@ import ast
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from . import training_code
 from .fileio import split_lines
+from .project.data import HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, framework_kind
+from .project.summary import call_text
+from .project.view import NULL_VIEW, ProjectView
 from .rule import Span
 
 # Two spellings of one module: after `import torch_npu`, torch.npu is torch_npu.npu.
@@ -27,21 +30,12 @@ CANONICAL_PREFIXES: Tuple[Tuple[str, str], ...] = (
     ("mindspore.common.tensor.", "mindspore."),
     ("torch.nn.modules.module.", "torch.nn."),
 )
-# Importing any of these patches CUDA names to NPU at run time (transfer_to_npu; mindspeed_llm's
-# package __init__ imports its megatron adaptor, which imports transfer_to_npu).
-# mindnlp/mindtorch are torch emulations on MindSpore whose 'cuda' device and Tensor.cuda() map to Ascend.
-RUNTIME_MIGRATION_MODULES = ("torch_npu.contrib.transfer_to_npu", "mindspeed_llm", "mindspeed.megatron_adaptor",
-                             "mindnlp", "mindtorch", "mindtorch_v2")
-# Packages whose own modules only run after transfer_to_npu: mindspeed_llm (its __init__ applies it) and
-# mindspeed (Megatron patches, entered through `import mindspeed.megatron_adaptor`, which applies it); and
-# the emulations themselves, which implement the CUDA names.
-RUNTIME_MIGRATION_PACKAGES = frozenset({"mindspeed_llm", "mindspeed", "mindtorch", "mindtorch_v2"})
-MODULE_BASES = ("torch.nn.Module",)
-CELL_BASES = ("mindspore.nn.Cell",)
-FUNCTION_BASES = ("torch.autograd.Function",)
-HOT_METHODS = {"module": ("forward",), "cell": ("construct",), "function": ("forward", "backward")}
-NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:""")
-NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl')  # NPU_TEXT_RE cannot match without one
+# Run-time migration (modules whose import applies transfer_to_npu, packages that always run migrated) and
+# the framework bases that make a class a model: catalogue data in project/data.py.
+RUNTIME_MIGRATION_MODULES = MIGRATING_MODULES
+RUNTIME_MIGRATION_PACKAGES = MIGRATED_PACKAGES
+NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:|\btorch\.npu\.\w""")
+NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl', "torch.npu.")  # NPU_TEXT_RE needs one of them
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 STEP_COUNTER_RE = re.compile(r"(?:^|_)(?:step|steps|iter|iters|iteration)$", re.IGNORECASE)
 # MindSpore training steps by name (lower case, underscores dropped): `train_step(x, y)`, `train_one_step`,
@@ -83,6 +77,9 @@ class Scope:
     name: str = ""
     class_kind: Optional[str] = None  # for classes: "module" | "cell" | "function" | None
     hot: bool = False  # forward/construct/autograd method (or nested in one)
+    reason: Optional[str] = None  # why a function is hot or per-step when the reason is in another place
+    step: bool = False  # a function the project model says runs on every training step
+    replaced: Optional[str] = None  # why the function never runs (monkey-patched away)
     bindings: Dict[str, Optional[Binding]] = field(default_factory=dict)
     params: Set[str] = field(default_factory=set)
     defaults: Dict[str, ast.expr] = field(default_factory=dict)
@@ -93,13 +90,18 @@ class FileContext:
     """Everything a rule may ask about the file and about where the walk currently is."""
 
     def __init__(self, path: str, text: str, tree: ast.Module, target: str = "auto",
-                 root: Optional[str] = None) -> None:
+                 root: Optional[str] = None, occurs: Optional[Callable[[str], bool]] = None,
+                 project: ProjectView = NULL_VIEW, migrating_modules: Tuple[str, ...] = ()) -> None:
+        """`occurs(text)`: does the file hold `text`? (the engine's pre-filter answers it for free)"""
+        self._occurs = occurs if occurs is not None else text.__contains__
+        self._imports_memo: Dict[Tuple[str, int], bool] = {}
         self.path = path
         self.root = root  # the project root: where the path-based "not training code" signals start
         self.text = text
         self.tree = tree
         self.target = target
         self.aliases: Dict[str, Optional[str]] = {}
+        self.relative_aliases: Dict[str, str] = {}  # relative imports resolved with the module name
         self.imported_modules: Set[str] = set()
         self.constants: Dict[str, ast.expr] = {}
         self.local_functions: Dict[str, ast.AST] = {}
@@ -117,10 +119,38 @@ class FileContext:
         self._scope_roles: Dict[int, Optional[str]] = {}
         self._role_spans: Optional[List[Tuple[int, int, str]]] = None
         self._local_calls: Optional[Set[str]] = None
+        self._optional: Optional[Dict[str, Tuple[str, ...]]] = None
+        self.project = project
+        self.module: Optional[str] = project.module
+        self.migrating_modules = MIGRATING_MODULES + tuple(migrating_modules)
+        self._facts: Optional[Dict[str, Dict[str, object]]] = None
         self._prescan()
         self.npu = target == "npu" or self._has_npu_context()
-        self.auto_migrated = any(self.imports(m) for m in RUNTIME_MIGRATION_MODULES) or any(
-            part in RUNTIME_MIGRATION_PACKAGES for part in path.replace("\\", "/").split("/")[:-1])
+        self.auto_migrated = self._migrated()
+
+    def attach(self, project: ProjectView) -> None:
+        """Answer from this project view from now on (before the walk)."""
+        self.project = project
+        self.module = project.module
+        self._facts = None
+        self.relative_aliases.clear()
+        for stmt in _top_level_statements(self.tree.body):
+            if isinstance(stmt, ast.ImportFrom) and stmt.level:
+                self.record_import(stmt)
+        self.auto_migrated = self._migrated()
+
+    def _migrated(self) -> bool:
+        """Does this file run under torch_npu's run-time migration: it imports a migrating module, lies in
+        a package that only runs migrated, or (project model) an entry that applies it imports it?"""
+        if any(self.imports(m) for m in self.migrating_modules):
+            return True
+        if any(part in MIGRATED_PACKAGES for part in self.path.replace("\\", "/").split("/")[:-1]):
+            return True
+        return self.project.migrated() is not None
+
+    def migration_reason(self) -> Optional[str]:
+        """Why the file runs migrated when the reason is in another file (None otherwise)."""
+        return self.project.migrated()
 
     # ------------------------------------------------------------------ set-up
     def _prescan(self) -> None:
@@ -156,7 +186,7 @@ class FileContext:
                 return True
         text = self.text
         # (the regex has no literal prefix: scanning for it is slow, so look for its needles first)
-        return any(n in text for n in NPU_TEXT_NEEDLES) and NPU_TEXT_RE.search(text) is not None
+        return any(map(self._occurs, NPU_TEXT_NEEDLES)) and NPU_TEXT_RE.search(text) is not None
 
     def record_import(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
@@ -171,6 +201,7 @@ class FileContext:
             module = ("." * stmt.level) + (stmt.module or "")
             if not stmt.level:
                 self.imported_modules.add(module)
+            base = self._relative_base(stmt.level) if stmt.level else None
             for alias in stmt.names:
                 if alias.name == "*":
                     continue
@@ -178,6 +209,21 @@ class FileContext:
                 if not stmt.level:
                     self.imported_modules.add(full)
                 self.aliases[alias.asname or alias.name] = canonical(full) if not stmt.level else None
+                if base is not None:
+                    source = ".".join(p for p in (base, stmt.module or "") if p)
+                    self.relative_aliases[alias.asname or alias.name] = f"{source}.{alias.name}" if source \
+                        else alias.name
+
+    def _relative_base(self, level: int) -> Optional[str]:
+        """The package a relative import of `level` dots starts from (needs the module name)."""
+        if self.module is None:
+            return None
+        parts = self.module.split(".") if self.module else []
+        if not self.path.replace("\\", "/").endswith("/__init__.py") and self.path != "__init__.py":
+            parts = parts[:-1]
+        if level - 1 > len(parts):
+            return None
+        return ".".join(parts[: len(parts) - (level - 1)])
 
     # ----------------------------------------------------------------- names
     def qualname(self, node: ast.AST) -> Optional[str]:
@@ -196,6 +242,29 @@ class FileContext:
         parts.reverse()
         return canonical(base + "." + ".".join(parts))
 
+    def project_name(self, node: ast.AST) -> Optional[str]:
+        """The absolute name of a Name/Attribute chain for the project model: through absolute imports
+        (like `qualname`), relative imports, or this module's own top-level classes and functions."""
+        name = self.qualname(node)
+        if name is not None:
+            return name
+        text = call_text(node)
+        if text is None:
+            return None
+        root, _, rest = text.partition(".")
+        if self.is_local(root):
+            return None
+        base = self.relative_aliases.get(root)
+        if base is None and self.module is not None and (
+                root in self.local_classes or root in self._top_level_names()):
+            base = f"{self.module}.{root}" if self.module else root
+        if base is None:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def _top_level_names(self) -> Set[str]:
+        return {s.name for s in self.tree.body if isinstance(s, (ast.ClassDef,) + FUNC_TYPES)}
+
     def call_name(self, call: ast.AST) -> Optional[str]:
         return self.qualname(call.func) if isinstance(call, ast.Call) else None
 
@@ -208,7 +277,12 @@ class FileContext:
 
     def imports(self, prefix: str) -> bool:
         """Does the file import `prefix` or a submodule/name under it?"""
-        return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+        key = (prefix, len(self.imported_modules))  # (the set only grows)
+        found = self._imports_memo.get(key)
+        if found is None:
+            dotted = prefix + "."
+            found = self._imports_memo[key] = any(m == prefix or m.startswith(dotted) for m in self.imported_modules)
+        return found
 
     def import_status(self, module: str) -> str:
         """How the file imports `module` (or something under it), as the fixer sees it (fix_imports):
@@ -263,19 +337,121 @@ class FileContext:
         return None
 
     def class_kind(self, bases: List[ast.expr]) -> Optional[str]:
+        """The kind of a class with these bases: a framework base (torch.nn, mindspore.nn, autograd), a
+        well-known third-party model base, a class of this file, or (project model) of another module."""
+        unresolved = False
         for base in bases:
+            if isinstance(base, ast.Name) and self.local_classes.get(base.id):
+                return self.local_classes[base.id]
             name = self.qualname(base)
             if name:
-                if name in MODULE_BASES or (name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper()
-                                             and not name.startswith("torch.nn.functional")):
-                    return "module"
-                if name in CELL_BASES or (name.startswith("mindspore.nn.") and name.rsplit(".", 1)[-1][:1].isupper()):
-                    return "cell"
-                if name in FUNCTION_BASES or name.startswith("torch.autograd.function."):
-                    return "function"
-            elif isinstance(base, ast.Name) and self.local_classes.get(base.id):
-                return self.local_classes[base.id]
+                kind = framework_kind(name)
+                if kind is not None:
+                    return kind
+            unresolved = unresolved or name is not None or self.project_name(base) is not None
+        if unresolved and self.module is not None:
+            # a base from another module: the project model resolved this very class's hierarchy
+            # (package re-exports, src/ layouts, script directories)
+            own = next((s.name for s in self.tree.body if isinstance(s, ast.ClassDef) and s.bases is bases), None)
+            names = [f"{self.module}.{own}" if self.module else own] if own else [
+                n for n in (self.project_name(b) for b in bases) if n]
+            for name in names:
+                kind = self.project.class_kind(name)
+                if kind is not None:
+                    return kind
         return None
+
+    def _function_qualname(self, name: str) -> Optional[str]:
+        """'Class.method' / 'function' for a top-level function or a method of a top-level class."""
+        scopes = self.scopes
+        if len(scopes) == 1:
+            return name
+        if len(scopes) == 2 and scopes[1].kind == "class":
+            return f"{scopes[1].name}.{name}"
+        return None
+
+    def facts(self) -> Dict[str, Dict[str, object]]:
+        if self._facts is None:
+            self._facts = self.project.module_facts()
+        return self._facts
+
+    def hot_reason(self) -> Optional[str]:
+        """Why the current code is hot when the reason is elsewhere ("`Attention.forward` in `model.py:40`
+        calls it"); None inside a forward/construct itself."""
+        for scope in self.scopes:
+            if scope.hot:
+                return scope.reason
+        return None
+
+    def hot_label(self) -> str:
+        """How a message names the hot scope: "`forward`", or, when the reason is elsewhere,
+        "`helper` (a hot path: `Attention.forward` in `model.py:40` calls it)"."""
+        scope = self.hot_method()
+        if scope is None:
+            return "`forward`"
+        return f"`{scope.name}`" + (f" (a hot path: {scope.reason})" if scope.reason else "")
+
+    def step_note(self) -> Optional[str]:
+        """"`log_loss` runs every step: the step loop in `train.py:88` calls it" when a step loop in
+        another place makes the current function per-step; None otherwise."""
+        for scope in self.scopes:
+            if scope.step:
+                return f"`{scope.name}` runs every step: {scope.reason}"
+        return None
+
+    def step_reason(self) -> Optional[str]:
+        """Why the current function runs every step when a step loop elsewhere calls it."""
+        for scope in self.scopes:
+            if scope.step:
+                return scope.reason
+        return None
+
+    def replaced_by(self) -> Optional[str]:
+        """Why the current function (or its class) never runs: it is monkey-patched away at run time."""
+        for scope in self.scopes:
+            if scope.replaced:
+                return scope.replaced
+        return None
+
+    def training_precision(self, class_name: Optional[str] = None) -> Optional[List[str]]:
+        """[dtype, reason] a model class (default: the current class) is trained in, per the project."""
+        if self.module is None:
+            return None
+        if class_name is None:
+            cls = self.class_scope
+            if cls is None:
+                return None
+            class_name = cls.name
+        prefix = f"{self.module}." if self.module else ""
+        return self.project.class_precision(prefix + class_name)
+
+    def caller_precision(self) -> Optional[List[str]]:
+        """[dtype, reason] of the mixed precision the callers of the current top-level function run it with."""
+        if self.module is None:
+            return None
+        for scope in self.scopes[1:]:
+            if scope.kind == "function":
+                qual = self._qual_of(scope)
+                return self.project.function_precision(qual) if qual else None
+        return None
+
+    def _qual_of(self, scope: Scope) -> Optional[str]:
+        index = self.scopes.index(scope)
+        prefix = f"{self.module}." if self.module else ""
+        if index == 1:
+            return prefix + scope.name
+        if index == 2 and self.scopes[1].kind == "class":
+            return f"{prefix}{self.scopes[1].name}.{scope.name}"
+        return None
+
+    def config_default(self, attr: str, config_class: Optional[ast.AST] = None) -> object:
+        """The default of a configuration attribute (`config.hidden_act`) in the project's configuration
+        classes: of `config_class` (an annotation naming the class) when given and known, else the value
+        every configuration class agrees on."""
+        if self.project.model is None:
+            return None
+        cls = self.project_name(config_class) if config_class is not None else None
+        return self.project.config_default(attr, cls)
 
     def enter_function(self, node: ast.AST) -> Scope:
         args = node.args
@@ -284,6 +460,15 @@ class FileContext:
             cls and cls.class_kind and node.name in HOT_METHODS[cls.class_kind]
         )
         scope = Scope(node, "function", node.name, hot=hot)
+        local = self._function_qualname(node.name) if self.module is not None else None
+        if local is not None:
+            facts = self.facts()
+            role = facts["roles"].get(local)
+            if role and not hot:
+                scope.hot, scope.step = role[0] == "hot", role[0] == "step"
+                scope.reason = role[1]
+            replaced = facts["replaced"].get(local) or (cls and facts["replaced"].get(cls.name))
+            scope.replaced = replaced or None
         positional = args.posonlyargs + args.args
         for arg in positional + args.kwonlyargs:
             scope.params.add(arg.arg)
@@ -391,12 +576,38 @@ class FileContext:
         runs one `.backward()` is not a step loop body.
         """
         loop = self.current_loop()
+        if loop is not None and self.is_step_loop(loop):
+            return True
+        if any(s.step for s in self.scopes):  # a step loop elsewhere calls this function
+            return True
         if loop is not None:
-            return self.is_step_loop(loop)
+            return False
         func = self.function
         if func is None or not self.is_step_loop(func.node):  # (the cached _performs_step)
             return False
         return not called_only or func.name in self.step_loop_callees()
+
+    # ------------------------------------------------------ optional imports
+    def optional_imports(self) -> Dict[str, Tuple[str, ...]]:
+        """Names bound where an import may fail, each with the modules that block imports: names imported
+        in a module-level `try:` whose handler catches ImportError (or Exception, or anything), the names
+        that `try`/`except` assigns (`HAS_FLASH = True`, `FusedAdam = None`), and names bound under a
+        module-level `if is_<x>_available():`. Rules decide which of those packages matter to them."""
+        if self._optional is None:
+            self._optional = {}
+            for stmt in _top_level_statements(self.tree.body):
+                if isinstance(stmt, ast.Try) and _guards_import(stmt):
+                    parts = [stmt.body] + [h.body for h in stmt.handlers] + [stmt.orelse]
+                elif isinstance(stmt, ast.If) and _availability_test(stmt.test):
+                    parts = [stmt.body]  # `if is_fp8_available(): import transformer_engine...`
+                else:
+                    continue
+                inner = [s for part in parts for s in _top_level_statements(part)]
+                modules = tuple(m for s in inner for m in _imported_modules(s))
+                for stmt_inner in inner:
+                    for name in _bound_names(stmt_inner):
+                        self._optional[name] = self._optional.get(name, ()) + modules
+        return self._optional
 
     # ------------------------------------------------------ not training code
     def non_training_reason(self, node: Optional[ast.AST] = None) -> Optional[str]:
@@ -432,14 +643,18 @@ class FileContext:
         if isinstance(node, FUNC_TYPES):
             reason = training_code.function_reason(node.name)
             if reason == "test code" and node.name in self._called_names():
-                return None  # pytest never runs a test its own file calls: `def test_train(cfg)` trains
+                return None  # pytest never runs a test its own file calls: `main()` calling `test_train(cfg)` trains
             return reason
         return None
 
     def _called_names(self) -> Set[str]:
-        """Names this file calls as `f(...)` / `self.f(...)` (computed once, only when asked)."""
+        """Names this file calls as `f(...)` / `self.f(...)` outside its `if __name__ == "__main__":` block
+        (a script running its own tests there is still running tests); computed once, only when asked."""
         if self._local_calls is None:
-            self._local_calls = _called_local_names(self.tree)
+            self._local_calls = set()
+            for stmt in self.tree.body:
+                if not _is_main_guard(stmt):
+                    self._local_calls.update(_called_local_names(stmt))
         return self._local_calls
 
     def _role_at(self, node: ast.AST) -> Optional[str]:
@@ -537,13 +752,25 @@ class FileContext:
         for if_node, in_else in reversed(self.ifs):
             if loop is not None and not _contains(loop, if_node):
                 break
-            if not modulo_only or any(
-                isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(if_node.test)
-            ):
+            if not modulo_only:
                 return True
-            if not in_else and self._single_step_test(if_node.test):
-                return True
+            for test in self._guard_tests(if_node.test):
+                if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)):
+                    return True
+                if not in_else and self._single_step_test(test):
+                    return True
         return False
+
+    def _guard_tests(self, test: ast.expr) -> List[ast.expr]:
+        """The test, and the values of the local names it reads (`is_log_step = step % n == 0`, then
+        `if is_log_step:`): a guard held in a variable is a guard."""
+        tests = [test]
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name):
+                bound = self.binding(node.id)
+                if bound is not None and bound.value is not None and bound.index is None:
+                    tests.append(bound.value)
+        return tests
 
     def _single_step_test(self, test: ast.expr) -> bool:
         """`if i == 10:` / `if self.global_step == max_steps:`: a step counter compared for equality
@@ -567,6 +794,26 @@ class FileContext:
         if self._lines is None:
             self._lines = split_lines(self.text)
         return self._lines
+
+    def segment(self, node: ast.AST) -> Optional[str]:
+        """The source text of `node`, as `ast.get_source_segment` gives it, cut from the lines the
+        file was split into once (get_source_segment splits the whole file on every call)."""
+        try:
+            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return None
+        if last is None or end_col is None:
+            return None
+        if "\r" in self.text:  # keep the file's own line endings inside the segment
+            return ast.get_source_segment(self.text, node)
+        lines = self.lines
+        if not 0 < first <= last <= len(lines):
+            return None
+        if first == last:
+            return _byte_slice(lines[first - 1], col, end_col)
+        return "\n".join([_byte_slice(lines[first - 1], col, None)] + lines[first:last - 1]
+                         + [_byte_slice(lines[last - 1], 0, end_col)])
 
     def char_col(self, line: int, byte_col: int) -> int:
         if not 0 < line <= len(self.lines):
@@ -598,6 +845,13 @@ def project_relative(path: str, root: Optional[str]) -> str:
     return path
 
 
+def _byte_slice(line: str, start: int, end: Optional[int]) -> str:
+    """`line[start:end]` with UTF-8 byte offsets (as the ast gives columns)."""
+    if line.isascii():
+        return line[start:end]
+    return line.encode("utf-8")[start:end].decode("utf-8", "replace")
+
+
 def _top_level_statements(body: List[ast.stmt]):
     """Module statements, looking into top-level if/try/with blocks (guarded imports)."""
     for stmt in body:
@@ -607,6 +861,59 @@ def _top_level_statements(body: List[ast.stmt]):
                 yield from _top_level_statements(getattr(stmt, name, []) or [])
             for handler in getattr(stmt, "handlers", []) or []:
                 yield from _top_level_statements(handler.body)
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`"""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+
+
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})
+
+
+def _guards_import(node: ast.Try) -> bool:
+    """A `try:` around an import whose handler catches the import failing."""
+    if not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body):
+        return False
+    for handler in node.handlers:
+        caught = handler.type
+        names = [caught] if caught is None or not isinstance(caught, ast.Tuple) else caught.elts
+        for name in names:
+            if name is None or (isinstance(name, ast.Name) and name.id in IMPORT_ERRORS) or (
+                    isinstance(name, ast.Attribute) and name.attr in IMPORT_ERRORS):
+                return True
+    return False
+
+
+def _availability_test(test: ast.expr) -> bool:
+    """`is_fp8_available()`, `is_flash_attn_available() and x`: a test that an optional package is there."""
+    return any(isinstance(n, ast.Call) and "available" in (
+        n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else "")
+        for n in ast.walk(test))
+
+
+def _imported_modules(stmt: ast.stmt) -> List[str]:
+    """`import a.b` -> ['a.b']; `from a.b import c` -> ['a.b.c']."""
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+        return [f"{stmt.module}.{a.name}" for a in stmt.names]
+    return []
+
+
+def _bound_names(stmt: ast.stmt) -> Set[str]:
+    """Names a simple statement binds: imports and assignment targets."""
+    names: Set[str] = set()
+    if isinstance(stmt, ast.Import):
+        names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+    elif isinstance(stmt, ast.ImportFrom):
+        names.update(a.asname or a.name for a in stmt.names if a.name != "*")
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Type
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -117,7 +117,7 @@ class LintSession:
         if os.path.isabs(path) and excluder.excluded(path, False):
             return [], linter
         try:
-            findings, _ = linter.check_file(text, path)
+            findings = linter.analyse(text, path).findings
         except SourceError as exc:
             findings = [error_finding(path, exc.reason, exc.line, exc.col)]
         return findings, linter

@@ -4,8 +4,9 @@ A rule declares `triggers`, the texts its handlers need to see. The engine parse
 some enabled rule has a trigger in it, and the walker descends only into statements whose lines
 hold a trigger. Both questions are answered here, each trigger text tested once per file:
 
-- presence of a word trigger (letters, digits, `_`) is tested on the file's distinct identifier
-  runs joined together (a fraction of the text), built once per file that is big enough;
+- presence is tested on the file's distinct identifier runs joined together (a fraction of the
+  text), built once per file that passes the file gate: a word trigger (letters, digits, `_`) is
+  looked for there only; any other text only if its identifier piece is there as a run;
 - import aliases are followed: after `from torch.optim import AdamW as AW`, the rule whose trigger
   `Adam` names the imported object also sees the lines holding the word `AW`.
 """
@@ -19,9 +20,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 # merge runs, and a run still holds every ASCII trigger it held).
 _NOT_WORD = bytes(c if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95 or c >= 128) else 32
                   for c in range(256))
-WORD_INDEX_MIN_CHARS = 4096  # below this, testing each trigger on the text itself is cheaper
 _PIECE_RE = re.compile(r"[A-Za-z0-9_]{2,}")
-_ALIAS_RE = re.compile(r"([A-Za-z_][\w.]*)[ \t]+as[ \t]+([A-Za-z_]\w*)")
+_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
+_NAME_RE = re.compile(r"[A-Za-z_][\w.]*")
 
 
 def is_word(trigger: str) -> bool:
@@ -35,41 +36,71 @@ class TriggerText:
     def __init__(self, text: str) -> None:
         self.text = text
         self._present: Dict[str, bool] = {}
+        self._maybe: Dict[str, bool] = {}
         self._words: Optional[str] = None
 
     def occurs(self, trigger: str) -> bool:
         """Does `trigger` occur anywhere in the text? (Each text is tested once.)"""
         found = self._present.get(trigger)
         if found is None:
-            found = self._present[trigger] = trigger in (self._word_runs() if is_word(trigger) else self.text)
+            self.test_all((trigger,))
+            found = self._present[trigger]
         return found
 
+    def occurs_plainly(self, trigger: str) -> bool:
+        """`occurs`, tested on the text itself: for the few tests made before it is known whether
+        the file needs the identifier index at all (the file gate)."""
+        found = self._present.get(trigger)
+        if found is None:
+            found = self._present[trigger] = trigger in self.text
+        return found
+
+    def test_all(self, triggers: Sequence[str]) -> Dict[str, bool]:
+        """Test every trigger not tested yet, in one loop; returns trigger -> occurs."""
+        present = self._present
+        maybe = self.may_occur(triggers)
+        text = self.text
+        for trigger, piece in _plan(tuple(triggers)):
+            if trigger not in present:
+                present[trigger] = maybe[trigger] and (piece is None or trigger in text)
+        return present
+
+    def may_occur(self, triggers: Sequence[str]) -> Dict[str, bool]:
+        """trigger -> False if it certainly does not occur: a word is looked for among the identifier
+        runs (exact); any other text only as far as its identifier piece is a run with the same
+        boundaries (`'npu` needs a run starting `npu`), without scanning the text: the line scan
+        that follows finds (or misses) it anyway."""
+        maybe = self._maybe
+        words = self._word_runs()
+        for trigger, piece in _plan(tuple(triggers)):
+            if trigger not in maybe:
+                maybe[trigger] = (trigger if piece is None else piece) in words
+        return maybe
+
     def _word_runs(self) -> str:
-        """The distinct identifier runs of the text, joined by spaces (the text itself if small)."""
+        """The distinct identifier runs of the text, each between spaces."""
         if self._words is None:
-            text = self.text
-            if len(text) < WORD_INDEX_MIN_CHARS:
-                self._words = text
-            else:
-                runs = text.encode("utf-8", "surrogatepass").translate(_NOT_WORD).split()
-                self._words = b" ".join(set(runs)).decode("utf-8", "surrogatepass")
+            runs = self.text.encode("utf-8", "surrogatepass").translate(_NOT_WORD).split()
+            self._words = " " + b" ".join(set(runs)).decode("utf-8", "surrogatepass") + " "
         return self._words
 
     def import_aliases(self) -> List[Tuple[str, str]]:
         """(imported name, local name) of every `NAME as LOCAL` in the text: import aliases, plus
-        harmless extras (`except E as e`). Found from the text, so function-level imports count too."""
+        harmless extras (`except E as e`). Found from the text, so function-level imports count too
+        (the `as` keyword between single spaces, as every formatter writes it)."""
         text = self.text
         out: List[Tuple[str, str]] = []
         find = text.find
-        pos = find(" as")
+        pos = find(" as ")
         while pos != -1:
-            start = text.rfind("\n", 0, pos) + 1
-            end = find("\n", pos)
-            line = text[start:] if end == -1 else text[start:end]
-            out.extend(m.groups() for m in _ALIAS_RE.finditer(line))
-            if end == -1:
-                break
-            pos = find(" as", end)
+            before = text[max(0, pos - 200):pos].rsplit(None, 1)
+            after = text[pos + 4:pos + 84].split(None, 1)
+            if before and after:
+                name = before[-1].rpartition(",")[2].rpartition("(")[2]
+                local = after[0].rstrip(",)\\;:")
+                if local.isidentifier() and name and _NAME_RE.fullmatch(name):
+                    out.append((name, local))
+            pos = find(" as ", pos + 4)
         return out
 
     def lines(self, triggers: Iterable[str], words: Iterable[str] = ()) -> List[int]:
@@ -123,6 +154,27 @@ def alias_words(aliases: Sequence[Tuple[str, str]], triggers: Iterable[str]) -> 
         if local not in found and local != name.rsplit(".", 1)[-1] and any(p in name for p in pieces):
             found.append(local)
     return found
+
+
+@lru_cache(maxsize=None)
+def _plan(triggers: Tuple[str, ...]) -> Tuple[Tuple[str, Optional[str]], ...]:
+    """(trigger, None) for a word; for any other text (trigger, what the identifier runs must hold):
+    its longest identifier piece, with a space on the side where the trigger has a non-identifier
+    character next to it (`.npu(` needs the run `npu` exactly: ` npu `); "" if it has no piece."""
+    plan = []
+    for trigger in triggers:
+        if is_word(trigger):
+            plan.append((trigger, None))
+            continue
+        pieces = list(_WORD_RE.finditer(trigger))
+        if not pieces:
+            plan.append((trigger, ""))
+            continue
+        best = max(pieces, key=lambda m: len(m.group()))
+        before = " " if best.start() > 0 else ""
+        after = " " if best.end() < len(trigger) else ""
+        plan.append((trigger, before + best.group() + after))
+    return tuple(plan)
 
 
 @lru_cache(maxsize=None)

@@ -7,7 +7,7 @@ loops and guards stay known.
 from __future__ import annotations
 
 import ast
-import bisect
+from itertools import accumulate
 from typing import Callable, Dict, List, Optional, Sequence, Type
 
 from .semantic import FileContext, Scope
@@ -51,15 +51,22 @@ class Walker:
         self.ctx = ctx
         self.table = table
         self.hit_lines = hit_lines
+        # hits_upto[n]: how many hit lines are <= n (a line range holds a hit iff the count grows)
+        self.hits_upto: Optional[List[int]] = None
+        if hit_lines is not None:
+            flags = bytearray((hit_lines[-1] if hit_lines else 0) + 1)
+            for line in hit_lines:
+                flags[line] = 1
+            self.hits_upto = list(accumulate(flags))
         self.skip = LEAF_TYPES.difference(table)  # leaves without handlers: nothing to do there
         self.docstrings_inert = ast.Expr not in table and ast.Constant not in table
 
     def hit(self, first: int, last: int) -> bool:
-        lines = self.hit_lines
-        if lines is None:
+        upto = self.hits_upto
+        if upto is None:
             return True
-        i = bisect.bisect_left(lines, first)
-        return i < len(lines) and lines[i] <= last
+        top = len(upto) - 1  # no hit after the last hit line
+        return upto[last if last < top else top] > upto[first - 1 if first - 1 < top else top]
 
     def run(self) -> None:
         self.stmts(self.ctx.tree.body)
@@ -82,8 +89,14 @@ class Walker:
                 ctx.stack.pop()
             method(self, node)
             return
-        if self.hit(node.lineno, node.end_lineno or node.lineno):
+        upto = self.hits_upto
+        if upto is None:
             self.expr(node)
+        else:
+            top = len(upto) - 1
+            first, last = node.lineno - 1, node.end_lineno or node.lineno
+            if upto[last if last < top else top] > upto[first if first < top else top]:
+                self.expr(node)
         if cls is ast.Assign:
             for target in node.targets:
                 ctx.bind_target(target, node.value, node)
@@ -151,13 +164,13 @@ class Walker:
             self.visit_parts(node, [node.decorator_list, args.defaults, args.kw_defaults, node.returns]
                              + [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs])
         ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
-        ctx.enter_function(node)
-        ctx.stack.append(node)
         body = node.body
         if self.hit_lines is not None and not self.hit(self.body_start(body), node.end_lineno or node.lineno):
             self.record_only(body)  # no trigger in the whole body: nothing there for a handler
-        else:
-            self.stmts(body)
+            return  # (what record_only keeps does not depend on the function's own scope)
+        ctx.enter_function(node)
+        ctx.stack.append(node)
+        self.stmts(body)
         ctx.stack.pop()
         ctx.scopes.pop()
 

@@ -57,6 +57,7 @@ SAMPLE_SIZE = 30  # lines sampled from a bigger rule, spread over its message sh
 MIN_PER_SHAPE = 3  # every message shape of a big rule gets at least this many lines
 # The default-set bar (issue 13): on held-out code >= 90 % TRUE or DEBATABLE and >= 50 % TRUE.
 BAR_KEEP, BAR_TRUE = 0.90, 0.50
+MIN_COVERAGE = 0.95  # the bar is judged only when the verdicts cover this share of a rule's findings
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -282,8 +283,9 @@ def default_totals(figures: Dict[str, RuleFigures]) -> RuleFigures:
 
 
 def meets_bar(fig: RuleFigures) -> Optional[bool]:
+    """The default-set bar, once every pattern of the rule (95 % of its volume) has verdicts."""
     true, debatable = fig.shares["TRUE"], fig.shares["DEBATABLE"]
-    if true is None:
+    if true is None or fig.coverage < MIN_COVERAGE:
         return None
     return true + (debatable or 0.0) >= BAR_KEEP and true >= BAR_TRUE
 
@@ -330,7 +332,9 @@ def render_section(data: dict, repos: Sequence[Repo]) -> str:
         figures = {code: _figures_from_json(v) for code, v in measured["rules"].items()}
         out.append(f"Linted: {', '.join('`' + r + '`' for r in measured['repos'])} (ascend-lint "
                    f"{measured.get('version', '?')}). Shares are volume-weighted estimates from the judged "
-                   f"sample; coverage is the share of findings whose pattern has verdicts.")
+                   f"sample; coverage is the share of findings whose pattern has verdicts; the bar (>= 90 % TRUE "
+                   f"or DEBATABLE, >= 50 % TRUE) is shown once coverage reaches 95 %, and decides the default "
+                   f"set only on the held-out repositories.")
         out.append("")
         out += table(figures)
         out.append("")

@@ -59,7 +59,7 @@ class BasicUnit(nn.Module):
 
     def forward(self, x):
         x1, x2 = x.chunk(2, dim=1)
-        out = torch.cat((x1, self.right(x2.contiguous())), dim=1)  # expect: ASC101
+        out = torch.cat((x1, self.right(x2.contiguous())), dim=1)  # expect: ASC102
         # Ascend-style shuffle with index_select, half done: the index is still copied every call
         index = torch.tensor(self.shuffle_order).to("npu")  # expect: ASC201
         return out.index_select(1, index)

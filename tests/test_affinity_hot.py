@@ -372,9 +372,9 @@ def test_test_code_is_not_training_code():
 
 
 def test_view_copies_and_h2d_in_test_files_are_not_reported():
-    src = "import torch\ndef test_transpose():\n    y = x.transpose(0, 1).contiguous()\n"
-    assert not found(src, "ASC101")
-    assert found(src.replace("def test_transpose", "def make"), "ASC101")
+    src = "import torch_npu\ndef test_transpose():\n    y = x.transpose(0, 1).contiguous()\n"
+    assert not found(src, "ASC102")
+    assert found(src.replace("def test_transpose", "def make"), "ASC102")
     assert not found(SHUFFLENET, "ASC101", path="tests/test_shuffle.py")
     assert not found(SHUFFLENET, "ASC201", path="tests/test_shuffle.py")
 
@@ -472,7 +472,7 @@ def test_launch_blocking_needs_npu_context():
 def test_metadata_matches_the_catalogue():
     rules = {code: REGISTRY.rules[code] for code in ("ASC101", "ASC201", "ASC202", "ASC203", "ASC204")}
     assert [r.preview for r in rules.values()] == [False, False, False, True, False]
-    assert [r.npu_context for r in rules.values()] == [False, False, False, False, True]
+    assert [r.npu_context for r in rules.values()] == [True, False, False, False, True]
     assert rules["ASC101"].fix_applicability is None and rules["ASC203"].fix_applicability is None
     for code in ("ASC201", "ASC202", "ASC204"):
         rule = rules[code]

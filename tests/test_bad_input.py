@@ -10,8 +10,8 @@ import pytest
 
 from ascend_lint.cli import main
 
-GOOD = b"import torch\ny = x.t().contiguous()\n"  # one ASC101 on line 2, so we see the run went on
-TRIGGER = b"import torch  # contiguous\n"
+GOOD = b"import torch_npu\ny = x.t().contiguous() @ w\n"  # one ASC101 on line 2, so we see the run went on
+TRIGGER = b"import torch_npu  # contiguous\n"
 
 
 @pytest.fixture
@@ -77,9 +77,9 @@ def test_bad_source_files(project, capsys, name):
 
 
 @pytest.mark.parametrize("name,data,encoding", [
-    ("latin1_cookie.py", "# -*- coding: latin-1 -*-\nimport torch\ns = 'caf\xe9'; y = x.t().contiguous()\n", "latin-1"),
-    ("cp1252_cookie.py", "# coding: cp1252\nimport torch\ns = '\u20ac'; y = x.t().contiguous()\n", "cp1252"),
-    ("bom.py", "\ufeffimport torch\ns = 'é'; y = x.t().contiguous()\n", "utf-8"),
+    ("latin1_cookie.py", "# -*- coding: latin-1 -*-\nimport torch_npu\ns = 'caf\xe9'; y = x.t().contiguous() @ w\n", "latin-1"),
+    ("cp1252_cookie.py", "# coding: cp1252\nimport torch_npu\ns = '\u20ac'; y = x.t().contiguous() @ w\n", "cp1252"),
+    ("bom.py", "\ufeffimport torch_npu\ns = 'é'; y = x.t().contiguous() @ w\n", "utf-8"),
 ])
 def test_declared_encodings_are_linted(project, capsys, name, data, encoding):
     (project / name).write_bytes(data.encode(encoding))
@@ -97,7 +97,7 @@ def test_empty_file_is_fine(project, capsys):
 def test_ten_megabyte_generated_file(project, capsys):
     line = b"weights_%06d = torch.zeros(16, 16, dtype=torch.float16, device='cpu')  # generated\n"
     body = b"".join(line % i for i in range(120_000))
-    data = b"import torch\n" + body + b"y = x.t().contiguous()\n"
+    data = b"import torch_npu\n" + body + b"y = x.t().contiguous() @ w\n"
     assert 10_000_000 < len(data) <= 10 * 1024 * 1024  # just under the default `max-file-size` (10 MiB)
     (project / "big.py").write_bytes(data)
     code, out, _ = check(capsys, "big.py")

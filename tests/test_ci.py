@@ -17,7 +17,7 @@ from ascend_lint.rule import Finding, Severity
 from conftest import REGISTRY
 
 ROOT = Path(__file__).parent.parent
-BAD = "import torch\n\n\ny = torch.transpose(x, 1, 2).contiguous()\n"
+BAD = "import torch, torch_npu\n\n\ny = torch.transpose(x, -2, -1).contiguous() @ w\n"
 
 
 def step_script() -> str:

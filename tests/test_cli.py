@@ -12,7 +12,7 @@ import pytest
 from ascend_lint import __version__
 from ascend_lint.cli import main
 
-BAD = "import torch\ny = torch.transpose(x, 1, 2).contiguous()\n"
+BAD = "import torch, torch_npu\ny = torch.transpose(x, -2, -1).contiguous() @ w\n"
 GOOD = "import torch\ny = x.view(2, -1)\n"
 
 
@@ -35,8 +35,8 @@ def test_full_output_has_position_code_snippet_and_caret(project, capsys):
     code, out, _ = run(capsys, "check", "bad.py", "--isolated")
     assert code == 1
     assert "bad.py:2:5: ASC101 `.contiguous()` after `transpose`" in out
-    assert "2 | y = torch.transpose(x, 1, 2).contiguous()" in out
-    assert "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^" in out
+    assert "2 | y = torch.transpose(x, -2, -1).contiguous() @ w" in out
+    assert "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n" in out
     assert "Found 1 finding." in out
     assert "\033[" not in out  # no colour when not a terminal
 
@@ -159,15 +159,15 @@ def test_console_script_colour_and_no_color(tmp_path):
 def test_add_noqa_baselines_findings(project, capsys):
     code, _, err = run(capsys, "check", "bad.py", "--isolated", "--add-noqa")
     assert code == 0 and "Added 1 noqa directive" in err
-    assert (project / "bad.py").read_text() == BAD.replace(".contiguous()\n", ".contiguous()  # noqa: ASC101\n")
+    assert (project / "bad.py").read_text() == BAD.replace("@ w\n", "@ w  # noqa: ASC101\n")
     code, _, _ = run(capsys, "check", "bad.py", "--isolated")
     assert code == 0
 
 
 def test_add_noqa_keeps_crlf_and_merges_codes(project, capsys):
-    (project / "crlf.py").write_bytes(b"import torch\r\ny = x.t().contiguous()  # noqa: ASC999\r\n")
+    (project / "crlf.py").write_bytes(b"import torch_npu\r\ny = x.t().contiguous() @ w  # noqa: ASC999\r\n")
     run(capsys, "check", "crlf.py", "--isolated", "--add-noqa")
-    assert (project / "crlf.py").read_bytes() == b"import torch\r\ny = x.t().contiguous()  # noqa: ASC101, ASC999\r\n"
+    assert (project / "crlf.py").read_bytes() == b"import torch_npu\r\ny = x.t().contiguous() @ w  # noqa: ASC101, ASC999\r\n"
 
 
 def test_output_file_keeps_terminal_summary(project, capsys):

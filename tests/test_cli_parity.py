@@ -17,7 +17,7 @@ from ascend_lint.edits import TextEdit
 RUFF = Path(sys.executable).with_name("ruff")
 ASCEND = Path(sys.executable).with_name("ascend-lint")
 FIXTURES = Path(__file__).parent / "fixtures" / "fixes"
-BAD = "import torch\ny = torch.transpose(x, 1, 2).contiguous()\n"
+BAD = "import torch, torch_npu\ny = torch.transpose(x, -2, -1).contiguous() @ w\n"
 SAFE_FIX = ("import torch\nimport torch_npu\nopt = torch.optim.Adam(model.parameters())\n"  # ASC301: unsafe fix
             "fused = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)\n"
             "fused.zero_grad(set_to_none=True)\n")  # ASC307: safe fix
@@ -110,7 +110,7 @@ def test_show_settings_says_where_each_value_came_from(project, capsys):
     assert f'select = ["ASC1"]  # {project / "pyproject.toml"}' in out
     assert "preview = true  # command line" in out
     assert 'target = "auto"  # default' in out
-    assert 'enabled rules = ["ASC101"]' in out
+    assert 'enabled rules = ["ASC101", "ASC102"]' in out
 
 
 # ------------------------------------------------------------------------------ one-line errors

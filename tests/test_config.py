@@ -6,7 +6,7 @@ import pytest
 from ascend_lint.cli import main
 from ascend_lint.config import ConfigError, find_config, load_settings
 
-BAD = "import torch\ny = torch.transpose(x, 1, 2).contiguous()\n"
+BAD = "import torch, torch_npu\ny = torch.transpose(x, -2, -1).contiguous() @ w\n"
 
 
 def run(capsys, *args):

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from ascend_lint.config import Settings
 from ascend_lint.discovery import discover
 
@@ -66,3 +68,85 @@ def test_directory_named_like_a_python_file_is_walked(tmp_path):
     (tmp_path / "weird.py").mkdir()
     (tmp_path / "weird.py" / "inner.py").write_text("x = 1\n")
     assert names(tmp_path)[0] == ["weird.py/inner.py"]
+
+
+def test_rejected_patterns_are_one_warning_each_and_the_walk_goes_on(tmp_path):
+    from ascend_lint.discovery import DiscoveryReport
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("ok_ignored.py\n!\n\\\n[z-a].py\n")
+    for rel in ["main.py", "ok_ignored.py", "gen/g.py"]:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+    report = DiscoveryReport()
+    settings = Settings(project_root=str(tmp_path), extend_exclude=["gen/", "[z-a]"])
+    targets, _ = discover([str(tmp_path)], settings, report)
+    assert sorted(os.path.relpath(t.path, tmp_path) for t in targets) == ["main.py"]
+    gitignore = str(tmp_path / ".gitignore")
+    assert len(report.warnings) == 4
+    assert [w.split(": pattern")[0] for w in report.warnings[1:]] == [f"{gitignore}:2", f"{gitignore}:3",
+                                                                         f"{gitignore}:4"]
+    assert "'[z-a]'" in report.warnings[0] and report.warnings[0].startswith("exclude setting")
+
+
+def test_warnings_are_printed_when_no_report_is_given(tmp_path, capsys):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    targets, _ = discover([str(tmp_path)], Settings(project_root=str(tmp_path), extend_exclude=["[z-a]"]))
+    assert len(targets) == 1
+    assert capsys.readouterr().err.count("warning: ") == 1
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any directory")
+def test_unreadable_directory_is_reported(tmp_path):
+    from ascend_lint.discovery import DiscoveryReport
+
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("x = 1\n")
+    os.chmod(tmp_path / "locked", 0)
+    try:
+        report = DiscoveryReport()
+        targets, _ = discover([str(tmp_path)], Settings(project_root=str(tmp_path)), report)
+    finally:
+        os.chmod(tmp_path / "locked", 0o755)
+    assert [os.path.basename(t.path) for t in targets] == ["b.py"]
+    assert [d for d, _ in report.unreadable] == [str(tmp_path / "locked")]
+
+
+def test_unreadable_directory_fails_the_cli_run(tmp_path, monkeypatch, capsys):
+    """Through the CLI: a directory that cannot be listed is an ASC000 finding (exit 1), not a silent skip."""
+    from ascend_lint import cli, discovery
+
+    (tmp_path / "b.py").write_text("x = 1\n")
+    real = os.scandir
+
+    def scandir(path):
+        if os.path.basename(os.fspath(path)) == "locked":
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    (tmp_path / "locked").mkdir()
+    monkeypatch.setattr(discovery.os, "scandir", scandir)
+    code = cli.main(["check", "--no-cache", "--isolated", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1 and "ASC000" in out and "locked" in out and "Permission denied" in out
+
+
+def test_gitignore_lookup_stops_at_the_project_root_and_reads_each_file_once(tmp_path, monkeypatch):
+    from ascend_lint import discovery
+
+    (tmp_path / ".gitignore").write_text("*.py\n")  # above the project root: not consulted
+    project = tmp_path / "project"
+    for rel in ["a.py", "pkg/b.py", "pkg/sub/c.py"]:
+        path = project / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+    (project / "pkg" / ".gitignore").write_text("c.py\n")
+    opened = []
+    real_open = open
+    monkeypatch.setattr(discovery, "open", lambda p, *a, **k: opened.append(p) or real_open(p, *a, **k),
+                        raising=False)
+    found, _ = names(project, Settings(project_root=str(project)))
+    assert found == ["a.py", "pkg/b.py"]
+    assert opened == [str(project / "pkg" / ".gitignore")]

@@ -18,8 +18,8 @@ def linter(*rules):
 
 
 @pytest.mark.parametrize("raw,needle,line", [
-    (b"x.contiguous()\ndef f(:\n    pass\n", "syntax error", 2),
-    (b'x.contiguous()\nprint "hello"\n', "Python 2 code", 2),
+    (b"x.npu().contiguous()\ndef f(:\n    pass\n", "syntax error", 2),
+    (b'x.npu().contiguous()\nprint "hello"\n', "Python 2 code", 2),
     (b"x = 1\x00\n", "binary file", 1),
     (b"\xff\xfex\x00=\x001\x00", "UTF-16", 1),
     (b"x = 1\ny = '\xff'\n", "not valid utf-8", 2),
@@ -35,16 +35,16 @@ def test_unreadable_sources_give_one_asc000(raw, needle, line):
 
 
 def test_latin1_with_cookie_and_bom_are_decoded():
-    src = "# -*- coding: latin-1 -*-\nimport torch\ns = 'caf\xe9'; y = x.t().contiguous()\n"
+    src = "# -*- coding: latin-1 -*-\nimport torch_npu\ns = 'caf\xe9'; y = x.t().contiguous() @ w\n"
     result = linter().lint_bytes(src.encode("latin-1"), "l1.py")
     assert [f.code for f in result.findings] == ["ASC101"]
     assert result.findings[0].col == 17  # characters, not bytes
-    result = linter().lint_bytes(b"\xef\xbb\xbfimport torch\ny = x.t().contiguous()\n", "bom.py")
+    result = linter().lint_bytes(b"\xef\xbb\xbfimport torch_npu\ny = x.t().contiguous() @ w\n", "bom.py")
     assert [(f.code, f.line, f.col) for f in result.findings] == [("ASC101", 2, 5)]
 
 
 def test_columns_count_characters_on_non_ascii_lines():
-    (finding,) = lint("s = 'αβγ'; y = x.t().contiguous()\n", select=["ASC101"])
+    (finding,) = lint("s = 'αβγ'; y = x.t().contiguous() @ w.npu()\n", select=["ASC101"])
     assert (finding.col, finding.end_col) == (16, 34)
 
 
@@ -56,7 +56,7 @@ def test_files_without_trigger_text_are_not_parsed(monkeypatch):
     monkeypatch.setattr(engine, "parse", lambda text, path: calls.append(path) or real(text, path))
     assert linter().check("import os\nprint(os.getcwd())\n", "plain.py") == []
     assert calls == []
-    linter().check("import torch\ny = x.t().contiguous()\n", "npu.py")
+    linter().check("import torch_npu\ny = x.t().contiguous()\n", "npu.py")
     assert calls == ["npu.py"]
 
 
@@ -192,12 +192,12 @@ def test_npu_context(src, expected):
 
 def test_statement_pruning_still_records_bindings():
     (finding,) = lint("""
-        import torch
+        import torch_npu
         def f(x):
             y = x.transpose(1, 2)
             z = 3
             return y.contiguous()
-    """, select=["ASC101"])
+    """, select=["ASC102"])
     assert finding.line == 6
 
 
@@ -215,5 +215,19 @@ def test_a_crashing_rule_does_not_crash_the_run():
 
 def test_lone_cr_and_crlf_newlines_keep_line_numbers():
     for newline in ("\r", "\r\n"):
-        src = newline.join(["import torch", "a = 1", "y = x.t().contiguous()", ""])
+        src = newline.join(["import torch_npu", "a = 1", "y = x.t().contiguous() @ w", ""])
         assert [(f.code, f.line) for f in lint(src, select=["ASC101"])] == [("ASC101", 3)]
+
+
+@pytest.mark.parametrize("src", [
+    "import torch\ny = torch.tensor([1, 2],\n    device='npu')  # c\n",
+    "s = 'αβγ'; y = f(x, k='δ')\nz = (a +\n     b)\n",
+    "x = 1\r\ny = g(\r\n  2)\r\n",
+    "def f(a, *, b=3):\n    return [i for i in a\n            if i]\n",
+])
+def test_segment_matches_get_source_segment(src):
+    """FileContext.segment cuts from lines split once; it must give what ast.get_source_segment gives."""
+    tree = ast.parse(src)
+    ctx = FileContext("s.py", src, tree)
+    for node in ast.walk(tree):
+        assert ctx.segment(node) == ast.get_source_segment(src, node), ast.dump(node)

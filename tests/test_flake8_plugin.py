@@ -18,13 +18,14 @@ pytest.importorskip("flake8")
 
 BAD = textwrap.dedent("""\
     import torch
+    # trained on the 'npu' device
 
 
-    def shuffle(x):
-        y = torch.transpose(x, 1, 2).contiguous()
-        z = x.permute(0, 2, 1).contiguous()  # noqa: ASC101
-        w = x.t().contiguous()  # noqa: E501
-        v = x.T.contiguous()  # noqa
+    def scores(x, m):
+        y = torch.transpose(x, -2, -1).contiguous() @ m
+        z = x.permute(0, 2, 1).contiguous() @ m  # noqa: ASC101
+        w = x.t().contiguous() @ m  # noqa: E501
+        v = x.T.contiguous() @ m  # noqa
         return y, z, w, v
 """)
 LINE_RE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) (?P<msg>.*)$")
@@ -63,7 +64,7 @@ def test_codes_positions_and_noqa(project):
     got = parsed(proc)
     # flake8 prints the plugin's 0-based column + 1: the same column as `ascend-lint check`
     expected = [(f.line, f.col) for f in lint(BAD, select=["ASC101"])]
-    assert [(line, col) for _, line, col, _ in got] == expected == [(5, 9), (7, 9)]
+    assert [(line, col) for _, line, col, _ in got] == expected == [(6, 9), (8, 9)]
     assert {code for *_, code in got} == {"ASC101"}
     message = proc.stdout.splitlines()[0]
     assert "`.contiguous()` after `transpose`" in message
@@ -72,7 +73,7 @@ def test_codes_positions_and_noqa(project):
 def test_noqa_is_flake8s(project):
     """Line noqa is applied by flake8 (not filtered twice): --disable-noqa shows every finding."""
     proc = flake8("--select", "ASC", "--disable-noqa", "bad.py", cwd=str(project))
-    assert [line for _, line, _, _ in parsed(proc)] == [5, 6, 7, 8]
+    assert [line for _, line, _, _ in parsed(proc)] == [6, 7, 8, 9]
 
 
 def test_file_level_suppression_still_ours(project):

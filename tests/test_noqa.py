@@ -4,7 +4,7 @@ from __future__ import annotations
 from ascend_lint.noqa import add_noqa_to_lines, file_codes, line_codes
 from conftest import codes
 
-BAD = "y = x.t().contiguous()"
+BAD = "y = x.t().contiguous() @ w.npu()"
 
 
 def test_line_codes_parsing():
@@ -24,7 +24,7 @@ def test_noqa_suppresses_matching_codes_only():
 
 
 def test_noqa_on_first_line_of_multiline_finding():
-    src = "y = (x.t()  # noqa: ASC101\n     .contiguous())\n"
+    src = "y = (x.t()  # noqa: ASC101\n     .contiguous()) @ w.npu()\n"
     assert codes(src, select=["ASC101"]) == []
 
 

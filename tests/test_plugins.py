@@ -100,7 +100,7 @@ def test_duplicate_code_is_a_clear_error_naming_both_packs(site, tmp_path):
 def test_pack_that_fails_to_import_is_skipped_with_a_warning(site, tmp_path):
     broken = tmp_path / "broken"
     _dist_info(broken, "broken", "broken_mod:RULES", "raise ImportError('needs torch 9')\n", "broken_mod")
-    (tmp_path / "train.py").write_text("import torch\nprint(1)\ny = x.t().contiguous()\n")
+    (tmp_path / "train.py").write_text("import torch_npu\nprint(1)\ny = x.t().contiguous() @ w\n")
     out = run(["check", "train.py", "--isolated", "--output-format", "concise"], [site, broken], tmp_path)
     assert out.returncode == 1
     assert "rule pack 'broken'" in out.stderr and "needs torch 9" in out.stderr

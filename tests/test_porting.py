@@ -17,7 +17,7 @@ HINT = "Porting a GPU project to Ascend? Run with `--target npu`"
 
 def notes(text: str, target: str = "auto"):
     linter = Linter(REGISTRY.sorted_rules(), Settings(target=target))
-    return linter.check_file(text, "train.py")[1]
+    return linter.analyse(text, "train.py").notes
 
 
 def test_note_only_where_npu_rules_were_skipped_in_cuda_code():

@@ -23,7 +23,7 @@ from ascend_lint.rule import Applicability
 from conftest import REGISTRY, lint
 
 ROOT = Path(__file__).resolve().parent.parent
-BAD = "import torch\n\n\ny = torch.transpose(x, 1, 2).contiguous()\n"
+BAD = "import torch, torch_npu\n\n\ny = torch.transpose(x, -2, -1).contiguous() @ w\n"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 

@@ -12,7 +12,7 @@ import pytest
 from ascend_lint.config import Settings
 from ascend_lint.engine import Linter
 from ascend_lint.fileio import SourceError
-from ascend_lint.triggers import WORD_INDEX_MIN_CHARS, TriggerText, alias_words
+from ascend_lint.triggers import TriggerText, alias_words, is_word
 from conftest import REGISTRY
 
 RULES = REGISTRY.sorted_rules()
@@ -86,14 +86,22 @@ def test_alias_regressions(src, code, line):
 
 
 # ----------------------------------------------------------------- TriggerText
-def test_presence_matches_plain_in_on_big_texts():
-    rng = random.Random(7)
-    words = ["torch", "Tensor", "loss_scale", "x1", "état", "_", "rope_theta", "sin", "∑", "a.b", "(", "@", "\t"]
-    text = "".join(rng.choice(words) + rng.choice([" ", "\n", ".", "(", ""]) for _ in range(4000))
-    assert len(text) > WORD_INDEX_MIN_CHARS
+TRIGGERS = ["torch", "Tensor(", "scale", "loss_scal", "ope_t", "sine", "ta", "x1s", "h.T", "@", "(", "_x", "1s",
+            ".npu(", "'npu", "npu'", "npu:", "int(torch", "mm(", ".to(", "é", "input"]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_presence_matches_plain_in(seed):
+    rng = random.Random(seed)
+    words = ["torch", "Tensor", "loss_scale", "x1", "état", "_", "rope_theta", "sin", "∑", "a.b", "(", "@", "\t",
+             "npu", "input", "'", ":", "mm", "bmm", "to", "int", "é"]
+    text = "".join(rng.choice(words) + rng.choice([" ", "\n", ".", "(", "", "'"]) for _ in range(rng.randint(0, 300)))
     scan = TriggerText(text)
-    for trigger in ["torch", "Tensor(", "scale", "loss_scal", "ope_t", "sine", "ta", "x1s", "h.T", "@", "(", "_x", "1s"]:
-        assert scan.occurs(trigger) == (trigger in text), trigger
+    assert scan.test_all(TRIGGERS) == {t: t in text for t in TRIGGERS}
+    assert [scan.occurs(t) for t in TRIGGERS] == [t in text for t in TRIGGERS]
+    maybe = TriggerText(text).may_occur(TRIGGERS)
+    assert all(maybe[t] for t in TRIGGERS if t in text)  # "maybe" never misses a trigger
+    assert all(maybe[t] == (t in text) for t in TRIGGERS if is_word(t))  # words: exact
 
 
 def test_lines_and_whole_words():
@@ -109,5 +117,7 @@ def test_import_aliases_and_alias_words():
     aliases = TriggerText(text).import_aliases()
     assert ("torch.nn.functional", "F") in aliases and ("DataLoader", "DL") in aliases
     assert alias_words(aliases, ("DataLoader",)) == ["DL"]
+    aliases = TriggerText("from a import (b,c as d, e as f)\nimport x.y as z;\nfrom q import r as s  # t\n").import_aliases()
+    assert [("c", "d"), ("e", "f"), ("x.y", "z"), ("r", "s")] == aliases
     assert alias_words(aliases, (".DataLoader(",)) == []  # an attribute text: no import aliases it
     assert alias_words([("torch.nn", "nn")], ("nn",)) == []  # spelled as imported: nothing to add

@@ -16,7 +16,7 @@ import pytest
 from ascend_lint.cli import main
 from ascend_lint.sanitize import diff_name, sanitize
 
-GOOD = b"import torch\ny = x.t().contiguous()\n"  # one ASC101 on line 2: the run went on
+GOOD = b"import torch_npu\ny = x.t().contiguous() @ w\n"  # one ASC101 on line 2: the run went on
 FIXABLE = "import torch\nimport torch_npu\nmodel = model.cuda()\n"  # one safe ASC601 fix
 UNSAFE_CHARS = ("\x1b", "\x07", "\r", "\x7f", "\x9b", "\u202e", "\u2066", "\u2028")
 
@@ -121,7 +121,7 @@ def test_stdin_over_the_cap_is_reported_and_passed_through_by_fix(project):
 def test_flake8_plugin_honours_the_size_cap(project):
     pytest.importorskip("flake8")
     (project / "pyproject.toml").write_text("[tool.ascend-lint]\nmax-file-size = 200\n")
-    (project / "big.py").write_bytes(b"import torch\ny = x.t().contiguous()\n" + b"# pad\n" * 100)
+    (project / "big.py").write_bytes(b"import torch_npu\ny = x.t().contiguous() @ w\n" + b"# pad\n" * 100)
     proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "ASC", "big.py", "zz_good.py"], cwd=project,
                           capture_output=True, text=True, timeout=120)
     assert "big.py:1:1: ASC000 file too large" in proc.stdout and "zz_good.py:2:5: ASC101" in proc.stdout

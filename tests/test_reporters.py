@@ -28,7 +28,7 @@ from conftest import REGISTRY
 
 CI_FORMATS = ("github", "sarif", "gitlab", "junit", "json-lines")
 CODE = "ASC101"
-BAD = "import torch\n\n\ny = x.transpose(1, 2).contiguous()\n"  # ASC101 at 4:5
+BAD = "import torch_npu\n\n\ny = x.transpose(-2, -1).contiguous() @ w\n"  # ASC101 at 4:5
 
 
 @pytest.fixture(autouse=True)

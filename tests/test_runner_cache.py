@@ -23,7 +23,7 @@ from ascend_lint.rule import Applicability, Edit, Finding, Fix, Severity, Span
 
 REGISTRY = load_registry()
 RULES = REGISTRY.sorted_rules()
-BAD = "import torch\ny = torch.transpose(x, 1, 2).contiguous()\n"
+BAD = "import torch, torch_npu\ny = torch.transpose(x, -2, -1).contiguous() @ w\n"
 GOOD = "import torch\ny = x.view(2, -1)\n"
 OLD = 1_000_000_000 * 1_600_000_000  # an mtime long past: entries written for it trust the stat
 
@@ -61,13 +61,13 @@ class Spy:
 
     def __init__(self, monkeypatch):
         self.paths: List[str] = []
-        original = Linter.lint_bytes
+        original = Linter.lint_source
 
-        def lint_bytes(linter, raw, path):
-            self.paths.append(path)
-            return original(linter, raw, path)
+        def lint_source(linter, source, *args, **kwargs):
+            self.paths.append(source.path)
+            return original(linter, source, *args, **kwargs)
 
-        monkeypatch.setattr(Linter, "lint_bytes", lint_bytes)
+        monkeypatch.setattr(Linter, "lint_source", lint_source)
 
 
 # ----------------------------------------------------------------------------- parallel runs
@@ -254,43 +254,71 @@ def test_editing_a_rule_module_invalidates(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("garbage", [
     b"\x00\xffnot json",
-    b'{"schema": 1, "key": "someone else", "files": {}}',
+    b'{"schema": 2, "key": "someone else", "entries": {}}',
     b"[1, 2, 3]",
-    b'{"schema": 1, "key": "KEY", "files": {"PATH": ["sha", "size", 0, []]}}',
-    b'{"schema": 1, "key": "KEY", "files": {"PATH": ["SHA", 1, 0, [[1, 2, 3]]]}}',
-    b'{"schema": 1, "key": "KEY", "files": {"PATH": ["SHA", 1, 0, [[1,1,1,1,"A","n","m","bogus",null]]]}}',
-    b'{"schema": 1, "key": "KEY", "files": {"PATH": ["SHA", 1, 0, [[1,1,1,1,"A","n","m","warning",[1]]]]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["sha", "size", 0, [], []]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [[1, 2, 3]], []]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [[1,1,1,1,"A","n","m","bogus",null]], []]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [[1,1,1,1,"A","n","m","warning",[1]]], []]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [], "not deps"]}}',
 ])
 def test_corrupt_or_foreign_cache_is_ignored_and_rewritten(tmp_path, garbage):
     targets = make_tree(tmp_path, 2)
     linter = linter_for(tmp_path)
     expected = snapshot(runner.lint_targets(linter, targets))
     cache = open_cache(linter)
-    os.makedirs(os.path.dirname(cache.path), exist_ok=True)
+    shard = cache.shard_path(targets[1].path)
+    os.makedirs(os.path.dirname(shard), exist_ok=True)
     with open(targets[1].path, "rb") as handle:
         sha = cache_mod.content_hash(handle.read())
     data = (garbage.replace(b"KEY", cache.key.encode()).replace(b"PATH", os.path.abspath(targets[1].path).encode())
             .replace(b"SHA", sha.encode()))
-    with open(cache.path, "wb") as handle:
+    with open(shard, "wb") as handle:
         handle.write(data)
     assert snapshot(runner.lint_targets(linter, targets, cache=open_cache(linter))) == expected
-    with open(cache.path, "rb") as handle:
+    with open(shard, "rb") as handle:
         stored = json.loads(handle.read())
-    assert stored["key"] == cache.key and len(stored["files"]) == 2
+    assert stored["key"] == cache.key and os.path.abspath(targets[1].path) in stored["entries"]
+    assert len(open_cache(linter).entries) == 2
     assert snapshot(runner.lint_targets(linter, targets, cache=open_cache(linter))) == expected
 
 
-def test_entries_of_deleted_files_are_pruned(tmp_path):
+def test_entries_of_deleted_files_are_pruned_from_the_shards_a_run_rewrites(tmp_path):
     targets = make_tree(tmp_path, 4)
     linter = linter_for(tmp_path)
-    runner.lint_targets(linter, targets, cache=open_cache(linter))
-    assert len(open_cache(linter).entries) == 4
-    os.unlink(targets[0].path)
+    cache = open_cache(linter)
+    gone = tmp_path / "gone.py"
+    neighbour = next(tmp_path / f"n{i}.py" for i in range(10_000)
+                     if cache.shard_path(str(tmp_path / f"n{i}.py")) == cache.shard_path(str(gone)))
+    gone.write_text(BAD)
+    neighbour.write_text(GOOD)
+    runner.lint_targets(linter, targets + [Target(str(gone), False), Target(str(neighbour), False)],
+                        cache=open_cache(linter))
+    assert len(open_cache(linter).entries) == 6
+    gone.unlink()
     runner.lint_targets(linter, targets[2:], cache=open_cache(linter))  # a run over part of the tree
     entries = open_cache(linter).entries
-    assert os.path.abspath(targets[0].path) not in entries
     assert os.path.abspath(targets[1].path) in entries  # still there, just not linted this time
-    assert len(entries) == 3
+    neighbour.write_text(GOOD + "# changed\n")  # its shard is rewritten: the deleted file's entry goes
+    runner.lint_targets(linter, [Target(str(neighbour), False)], cache=open_cache(linter))
+    entries = open_cache(linter).entries
+    assert str(gone) not in entries and len(entries) == 5
+
+
+def test_a_run_rewrites_only_the_shards_of_the_files_it_changed(tmp_path):
+    targets = make_tree(tmp_path, 40)
+    age(targets)
+    linter = linter_for(tmp_path)
+    runner.lint_targets(linter, targets, cache=open_cache(linter))
+    folder = open_cache(linter).folder
+    before = {name: os.stat(os.path.join(folder, name)).st_mtime_ns for name in os.listdir(folder)}
+    assert len(before) > 8  # sharded
+    with open(targets[3].path, "a") as handle:
+        handle.write("# edited\n")
+    runner.lint_targets(linter, targets, cache=open_cache(linter))
+    after = {name: os.stat(os.path.join(folder, name)).st_mtime_ns for name in os.listdir(folder)}
+    changed = [name for name in after if after[name] != before.get(name)]
+    assert changed == [os.path.basename(open_cache(linter).shard_path(targets[3].path))]
 
 
 def test_concurrent_writers_merge_instead_of_clobbering(tmp_path):
@@ -300,7 +328,7 @@ def test_concurrent_writers_merge_instead_of_clobbering(tmp_path):
     runner.lint_targets(linter, targets[:2], cache=first)
     runner.lint_targets(linter, targets[2:], cache=second)
     assert len(open_cache(linter).entries) == 4
-    leftovers = [n for n in os.listdir(os.path.dirname(first.path)) if n.startswith(".tmp-")]
+    leftovers = [n for n in os.listdir(first.folder) if n.startswith(".")]
     assert leftovers == []
 
 

@@ -25,7 +25,7 @@ def test_linted_code_is_never_executed_or_imported(tmp_path):
 
 
 def test_terminal_output_strips_control_and_escape_characters(tmp_path):
-    source = "import torch\ny = x.t().contiguous()  # \x1b]0;pwned\x07 \x1b[2J \u202e evil\n"
+    source = "import torch_npu\ny = x.t().contiguous() @ w  # \x1b]0;pwned\x07 \x1b[2J \u202e evil\n"
     (tmp_path / "ctl.py").write_text(source)
     env = dict(os.environ, NO_COLOR="1")
     out = subprocess.run([sys.executable, "-m", "ascend_lint", "check", "ctl.py", "--isolated"],

@@ -19,7 +19,7 @@ SOURCE = textwrap.dedent("""\
     optimizer = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)
     for x, y in loader:
         optimizer.zero_grad(set_to_none=True)
-        y = torch.transpose(x, 1, 2).contiguous()
+        y = torch.transpose(x, -2, -1).contiguous() @ w
 """)
 
 
@@ -130,7 +130,7 @@ async def test_settings_from_the_workspace_and_the_project(client: LanguageClien
 
 @pytest.mark.asyncio
 async def test_syntax_error_is_one_diagnostic_and_close_clears(client: LanguageClient, project: Path):
-    uri = await open_document(client, project / "broken.py", "import torch\ny = torch.transpose(x, 1, 2).contiguous(\n")
+    uri = await open_document(client, project / "broken.py", "import torch, torch_npu\ny = torch.transpose(x, 1, 2).contiguous(\n")
     (diag,) = client.diagnostics[uri]
     assert diag.code == "ASC000" and diag.severity == types.DiagnosticSeverity.Error
     client.text_document_did_close(types.DidCloseTextDocumentParams(
@@ -152,7 +152,7 @@ def test_server_without_pygls_says_how_to_install(tmp_path):
 
 @pytest.mark.asyncio
 async def test_positions_are_utf16_and_noqa_codes_hover(client: LanguageClient, project: Path):
-    source = 'import torch\ny = ("\U0001F600", torch.transpose(x, 1, 2).contiguous())  # noqa: ASC307\n'
+    source = 'import torch, torch_npu\ny = ("\U0001F600", torch.transpose(x, -2, -1).contiguous() @ w)  # noqa: ASC307\n'
     uri = await open_document(client, project / "emoji.py", source)
     (diag,) = [d for d in client.diagnostics[uri] if d.code == "ASC101"]
     assert diag.range.start.character == len('y = ("\U0001F600", ') + 1  # the emoji is two UTF-16 units

@@ -17,7 +17,7 @@ import torch
 class Net(torch.nn.Module):
     def forward(self, x):
         idx = torch.tensor([0, 2, 1]).npu()
-        return x.transpose(1, 2).contiguous()[idx]
+        return x[idx] @ self.w.t().contiguous()
 def train(model, loader, optimizer):
     for x in loader:
         loss = model(x)
@@ -113,11 +113,11 @@ def test_classes():
 def test_enclosing_function_or_class_silences_every_rule():
     for wrapper in ("def _init_weights(self):\n", "def load_state_dict(self, sd):\n",
                     "def collate_fn(batch):\n", "def test_layout():\n"):
-        src = "import torch\n" + wrapper + "    y = x.transpose(1, 2).contiguous()\n"
+        src = "import torch_npu\n" + wrapper + "    y = x @ w.t().contiguous()\n"
         assert not found(src), wrapper
         assert found(src.replace(wrapper.split("(")[0][4:], "layout"))
-    dataset = "import torch\nfrom torch.utils.data import Dataset\nclass Pairs(Dataset):\n" \
-              "    def __getitem__(self, i):\n        return self.x[i].transpose(0, 1).contiguous()\n"
+    dataset = "import torch, torch_npu\nfrom torch.utils.data import Dataset\nclass Pairs(Dataset):\n" \
+              "    def __getitem__(self, i):\n        return self.x[i] @ self.w.t().contiguous()\n"
     assert not found(dataset)
     assert found(dataset.replace("(Dataset)", "(torch.nn.Module)"))
 
@@ -166,3 +166,19 @@ def test_a_test_function_the_file_calls_itself_is_training_code():
     """
     assert found(src) == {"ASC202"}
     assert not found(src.replace("test_train(*build())", "pass"))
+
+
+
+def test_a_test_function_run_from_the_main_block_stays_test_code():
+    src = """
+    import torch
+    def test_op(model, loader, optimizer):
+        for x in loader:
+            loss = model(x)
+            loss.backward()
+            optimizer.step()
+            torch.npu.synchronize()
+    if __name__ == "__main__":
+        test_op(*build())
+    """
+    assert not found(src)

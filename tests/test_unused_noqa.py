@@ -11,7 +11,7 @@ import pytest
 from ascend_lint.cli import main
 from conftest import lint
 
-BAD = "import torch\ny = torch.transpose(x, 1, 2).contiguous()"
+BAD = "import torch, torch_npu\ny = torch.transpose(x, -2, -1).contiguous() @ w"
 
 
 def unused(source: str, select=("ASC1", "ASC001"), **kwargs):
@@ -24,7 +24,7 @@ def test_used_code_is_not_reported():
 
 
 def test_unused_and_unknown_codes_are_reported_at_the_directive():
-    found = unused("import torch\ny = x.view(2, -1)  # noqa: ASC101, F401, ASC990\n")
+    found = unused("import torch_npu\ny = x.view(2, -1)  # noqa: ASC101, F401, ASC990\n")
     assert len(found) == 1
     f = found[0]
     assert f.message == "Unused `noqa` directive (unused: `ASC101`; unknown: `ASC990`)"
@@ -74,7 +74,7 @@ FIX_CASES = [
 @pytest.mark.parametrize("line,expected", FIX_CASES)
 def test_fix_removes_only_the_unused_codes(tmp_path, monkeypatch, line, expected):
     monkeypatch.chdir(tmp_path)
-    head = "import torch\n" if "\r" not in line else "import torch\r\n"
+    head = "import torch_npu\n" if "\r" not in line else "import torch_npu\r\n"
     Path("a.py").write_bytes((head + line).encode())
     args = ["check", "--isolated", "--no-cache", "--preview", "--select", "ASC1,ASC001", "a.py"]
     assert main(args + ["--fix"]) == 0
@@ -112,11 +112,11 @@ def test_fixed_file_survives_ruff(tmp_path):
     if not ruff.exists():
         pytest.skip("ruff is not installed")
     path = tmp_path / "a.py"
-    path.write_text("import os  # noqa: ASC101, F401\nx = 1  # noqa: ASC101  # why\n")
+    path.write_text("# trained on the 'npu' device\nimport os  # noqa: ASC101, F401\nx = 1  # noqa: ASC101  # why\n")
     exe = Path(sys.executable).with_name("ascend-lint")
     subprocess.run([str(exe), "check", "--isolated", "--no-cache", "--preview", "--select", "ASC1,ASC001",
                     "--fix", str(path)], check=True, capture_output=True)
-    assert path.read_text() == "import os  # noqa: F401\nx = 1  # why\n"
+    assert path.read_text() == "# trained on the 'npu' device\nimport os  # noqa: F401\nx = 1  # why\n"
     done = subprocess.run([str(ruff), "check", "--isolated", "--select", "F401,RUF100", str(path)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

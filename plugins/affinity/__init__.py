@@ -1,5 +1,6 @@
 """Pack `affinity`: Ascend performance anti-patterns (ASC1xx-ASC5xx)."""
 from .asc101_contiguous import ContiguousAfterView
+from .asc102_layout_copy import ContiguousLayoutCopy
 from .asc201_h2d_copy import HostToDeviceCopyInForward
 from .asc202_synchronize import SynchronizeInHotPath
 from .asc203_host_sync import HostSyncInStepLoop
@@ -20,6 +21,7 @@ from .asc502_dataset_autotune import DatasetAutotuneOff
 
 RULES = [
     ContiguousAfterView,
+    ContiguousLayoutCopy,
     HostToDeviceCopyInForward,
     SynchronizeInHotPath,
     HostSyncInStepLoop,

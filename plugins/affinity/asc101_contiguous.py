@@ -1,42 +1,60 @@
-"""ASC101 contiguous-after-view."""
+"""ASC101 contiguous-after-view: the `.contiguous()` copies that have a known Ascend remedy."""
 from __future__ import annotations
 
-import ast
-from typing import Optional
+from ascend_lint.rule import Docs
 
-from ascend_lint.rule import Docs, Rule
-from ascend_lint.semantic import argument, constant
+from ._layout import LayoutCopyRule
 
-VIEW_OPS = frozenset({
-    "transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "chunk", "split", "tensor_split",
-    "unbind", "narrow", "expand",
-})
-VIEW_ATTRS = frozenset({"T", "mT"})
-# Pieces along dim 0 are contiguous already: (dim keyword, positional index of dim in the method form)
-SPLIT_DIM = {"chunk": 1, "split": 1, "tensor_split": 1, "unbind": 0, "narrow": 0}
+PATTERNS = {  # pattern -> what it costs, what to do
+    "channel-shuffle": {
+        "problem": "of the grouped channels is a channel shuffle done as a framework copy on Ascend",
+        "remedy": "call `torch.channel_shuffle(x, groups)` (one ShuffleChannel kernel in torch_npu) or gather the "
+                  "channels with `index_select`"},
+    "matmul-operand": {
+        "problem": "only feeds a matmul, which reads an operand transposed in its last two dims as it is on Ascend",
+        "remedy": "drop the copy"},
+    "attention-layout": {
+        "problem": "copies the attention heads between the (B, S, N, D) and (B, N, S, D) layouts with a separate "
+                   "kernel on Ascend",
+        "remedy": "`torch_npu.npu_fusion_attention` takes `input_layout='BSND'` (or `'BSH'`) directly, so neither "
+                  "the transpose nor the copy is needed"},
+}
 
 
-class ContiguousAfterView(Rule):
+class ContiguousAfterView(LayoutCopyRule):
     code = "ASC101"
     name = "contiguous-after-view"
-    message = "`.contiguous()` after `{op}` is a slow framework copy on Ascend: {advice}"
+    message = "`.contiguous()` after `{op}` {problem}: {remedy}"
+    patterns = PATTERNS
+    npu_context = True
     file_triggers = ("contiguous",)  # model helpers may not import torch themselves
     triggers = ("contiguous",)
     docs = Docs(
-        summary="`.contiguous()` after a view op such as `transpose` or `chunk` makes a slow framework copy on Ascend.",
-        what="Flags `.contiguous()` called on the result of a view-producing op (`transpose`, `permute`, "
-             "`t`, `.T`/`.mT`, `swapaxes`/`swapdims`, `movedim`, `chunk`, `split`, `tensor_split`, "
-             "`unbind`, `narrow`, `expand`), chained or through a local name that was not rebound.",
-        why="On Ascend the non-contiguous to contiguous conversion runs as a framework-class copy "
-            "(no compute-unit kernel), which is slow. In the ShuffleNetV2 port the "
-            "`torch.transpose(x, 1, 2).contiguous()` channel shuffle was rewritten as one "
-            "`index_select` over the channel dim (a compute op), and chunk + cat were folded into it; "
-            "that took the network to its delivery speed.",
-        known_problems="Pieces of `chunk`/`split`/`unbind`/`narrow` along dim 0 are contiguous already and "
-                       "are not flagged; a dim read from a local, a parameter default or a module constant "
-                       "is resolved, a dim that may be 0 (`2 if x.ndim == 4 else 0`) counts as 0, and any "
-                       "other variable dim is assumed not to be 0. The rule cannot see shapes: a `transpose` "
-                       "of a size-1 dim or `t()` of a 1-D tensor is a no-op copy and is still reported.",
+        summary="`.contiguous()` after a view op where Ascend has a better way (shuffle, matmul, attention).",
+        what="Flags `.contiguous()` on the result of a view op where Ascend has a better way: (1) the channel "
+             "shuffle (`transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D grouped `view`); (2) a transpose of "
+             "the last two dims (`.t()`, `.mT`, `transpose(-2, -1)`, ...) whose copy only feeds matmuls "
+             "(`torch.matmul`, `bmm`, `mm`, `@`, `F.linear`); (3) the attention-head transpose "
+             "(`transpose(1, 2)`, `permute(0, 2, 1, 3)`) in attention code (a function or class named for "
+             "attention, or one that computes softmax/attention). Each pattern has its own advice. The other "
+             "`.contiguous()` copies after a view op are ASC102 (preview).",
+        why="On Ascend a non-contiguous to contiguous conversion runs as its own copy kernel. In the ShuffleNetV2 "
+            "port the `torch.transpose(x, 1, 2).contiguous()` channel shuffle was rewritten as one `index_select` "
+            "(a compute op), which took the network to its delivery speed; torch_npu also runs "
+            "the `torch.channel_shuffle` op as one ShuffleChannel kernel. torch_npu's `mm`/`bmm` pass an operand "
+            "transposed in its last two dims to MatMul/BatchMatMul with the transpose flag, so copying it first "
+            "is a kernel for nothing. `npu_fusion_attention` accepts the BSND, BSH and SBH layouts, so attention "
+            "written around it needs no head transposes at all.",
+        known_problems="Pieces of `chunk`/`split`/`unbind`/`narrow` along dim 0 are contiguous already and are not "
+                       "flagged (a dim read from a local, a parameter default or a module constant is resolved; "
+                       "a dim that may be 0 counts as 0). Not flagged, because the copy is needed or costs "
+                       "nothing there: a copy that feeds a custom kernel (`torch.ops.*`, `torch_npu.*`, `_C` "
+                       "extensions, `npu_*` functions, triton `kernel[grid](...)`, an autograd `Function.apply`), "
+                       "a collective (`all_to_all`, `all_gather`, `reduce_scatter`, ...) or a raw pointer; "
+                       "`x if x.is_contiguous() else x.contiguous()`; set-up in `__init__`; eager fallbacks "
+                       "written beside a fused path (functions named `torch_*`, `eager_*`, `*_naive`, "
+                       "`*_fallback`, `*_reference`, ...). The rule cannot see shapes: the attention pattern "
+                       "is recognised by the permutation and the surrounding code, not by the tensor's rank.",
         example="""
             def channel_shuffle(x, groups):
                 b, c, h, w = x.size()
@@ -45,111 +63,74 @@ class ContiguousAfterView(Rule):
                 return x.view(b, -1, h, w)
         """,
         use_instead="""
-            # build the permutation once (e.g. a buffer) and gather with a compute op
-            perm = torch.arange(c).view(groups, c // groups).t().reshape(-1)
-            x = x.index_select(1, perm.to(x.device))
+            def channel_shuffle(x, groups):
+                return torch.channel_shuffle(x, groups)  # torch_npu: one ShuffleChannel kernel
         """,
         fix_safety="No fix: the rewrite depends on the model.",
-        source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (see docs/domain notes).",
+        source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910; Ascend/op-plugin "
+               "`op_plugin/ops/aclops/ChannelShuffleKernelNpu.cpp` (ShuffleChannel) and `BmmKernelNpu.cpp` "
+               "(`adj_x1`/`adj_x2` for transposed operands); torch_npu `npu_fusion_attention` "
+               "(`input_layout` BSH/SBH/BSND/BNSD/TND).",
     )
     flagged = (
-        "import torch\ny = x.transpose(1, 2).contiguous()",
-        "y = torch.transpose(x, 1, 2).contiguous()",
-        "import torch\ny = x.permute(0, 2, 1, 3).contiguous()",
-        "import torch\ny = x.T.contiguous()",
-        "import torch\na, b = x.chunk(2, dim=1)\nb = b.contiguous()",
-        "import torch\ndef f(x):\n    y = x.transpose(1, 2)\n    return y.contiguous()",
-        "def f(x):\n    a, b = torch.chunk(x, 2, 1)\n    return a.contiguous()",
-        "import torch\ny = x.expand(4, -1, -1).contiguous()",
         # the ShuffleNetV2 channel shuffle, multi-line, through local names
-        "import torch\ndef channel_shuffle(x, groups):\n    b, c, h, w = x.size()\n"
+        "import torch, torch_npu\ndef channel_shuffle(x, groups):\n    b, c, h, w = x.size()\n"
         "    x = x.view(b, groups, c // groups, h, w)\n    x = torch.transpose(x, 1, 2)\n"
         "    x = x.contiguous()\n    return x.view(b, -1, h, w)",
-        # a piece of a chunk along a non-zero dim, through a local list
-        "import torch\ndef f(x):\n    parts = x.chunk(4, dim=-1)\n    first = parts[0]\n    return first.contiguous()",
-        "import torch\ndef f(x):\n    return torch.split(x, 2, 1)[0].contiguous()",
-        "import torch\ndef f(x):\n    seq_dim = 1\n    return x.chunk(2, dim=seq_dim)[0].contiguous()",
-        "import torch\ny = x.swapaxes(0, 1).contiguous()",
-        "import torch\ny = x.movedim(1, -1).contiguous()",
-        "import torch\ny = x.mT.contiguous()",
-        "import torch\ny = x.narrow(1, 0, 4).contiguous()",
-        "import torch\ny = x.unbind(1)[0].contiguous()",
-        "import torch\ny = torch.tensor_split(x, 3, dim=2)[0].contiguous()",
+        "import torch_npu\ndef shuffle(x, g):\n    n, c, h, w = x.shape\n"
+        "    return x.reshape(n, g, c // g, h, w).permute(0, 2, 1, 3, 4).contiguous().reshape(n, c, h, w)",
+        # a transposed operand copied only to feed a matmul
+        "import torch, torch_npu\ndef score(q, k):\n    return torch.matmul(q, k.transpose(-2, -1).contiguous())",
+        "import torch_npu\ndef proj(x, w):\n    wt = w.t().contiguous()\n    return x @ wt",
+        "import torch, torch_npu\ndef f(a, b):\n    return torch.bmm(a.mT.contiguous(), b)",
+        # bmm operands are 3-D: transpose(1, 2) is of the last two dims
+        "import torch, torch_npu\ndef f(q, k):\n    return torch.bmm(q, k.transpose(1, 2).contiguous())",
+        "import torch, torch_npu\ndef f(q, k, b, s, d):\n    kt = k.view(b, s, d).transpose(1, 2).contiguous()\n"
+        "    return torch.matmul(q, kt)",
+        # the attention-head transposes around a hand-written or fused attention
+        "import torch, torch_npu\nclass SelfAttention(torch.nn.Module):\n    def forward(self, x):\n"
+        "        ctx = self.attend(x)\n        return ctx.permute(0, 2, 1, 3).contiguous().view(x.shape)",
+        "import torch, torch_npu\ndef block(q, k, v):\n    p = torch.softmax(q @ k.transpose(-1, -2), -1)\n"
+        "    return (p @ v).transpose(1, 2).contiguous()",
     )
     clean = (
-        "import torch\ny = x.contiguous()",
-        "import torch\ny = x.view(4, -1).contiguous()",
-        "import torch\ny = x.reshape(4, -1).contiguous()",
-        "import torch\ndef f(x):\n    y = x.transpose(1, 2)\n    y = y * 2\n    return y.contiguous()",
-        "import torch\ndef f(x):\n    a, b = x.chunk(2)\n    return a.contiguous()",
-        "import torch\ndef f(x):\n    a, b = x.chunk(2, dim=0)\n    return a.contiguous()",
-        "import torch\ny = x.narrow(0, 0, 4).contiguous()",
-        "import torch\ny = x.unbind()[0].contiguous()",
-        # a dim that resolves to 0, or may be 0
-        "import torch\ndef f(x):\n    dim = 0\n    return x.chunk(2, dim=dim)[0].contiguous()",
-        "import torch\ndef f(x, dim=0):\n    return x.split(2, dim)[0].contiguous()",
-        "import torch\ndef f(x):\n    seq_dim = 2 if x.ndim == 4 else 0\n    return x.chunk(2, dim=seq_dim)[1].contiguous()",
-        # rebound since the view op; numpy's transpose has no contiguous
-        "import torch\ndef f(x):\n    y = x.permute(0, 2, 1)\n    y = y.reshape(4, -1)\n    return y.contiguous()",
-        "import numpy as np\ny = np.transpose(a)\nz = torch.as_tensor(y).contiguous()",
-        # another op between the view and the copy: `.contiguous()` is not called on the view
-        "import torch\ny = torch.transpose(x, 0, 1).float().contiguous()",
+        "import torch_npu\ny = x.contiguous()",
+        "import torch_npu\ny = x.view(4, -1).contiguous()",
+        # not NPU code
+        "import torch\ndef score(q, k):\n    return torch.matmul(q, k.transpose(-2, -1).contiguous())",
+        # other layout copies are ASC102
+        "import torch_npu\ny = x.transpose(1, 2).contiguous()",
+        "import torch_npu\ndef f(x):\n    a, b = x.chunk(2, dim=1)\n    return a.contiguous()",
+        # a transpose that is not of the last two dims: the matmul would copy it anyway
+        "import torch, torch_npu\ndef f(a, b):\n    return torch.matmul(a.transpose(0, 1).contiguous(), b)",
+        # the matmul operand is also used elsewhere
+        "import torch_npu\ndef proj(x, w):\n    wt = w.t().contiguous()\n    save(wt)\n    return x @ wt",
+        # the copy feeds a custom kernel or a collective: it is needed
+        "import torch, torch_npu\ndef block(q, k, v):\n    p = torch.softmax(q @ k.transpose(-1, -2), -1)\n"
+        "    out = (p @ v).transpose(1, 2).contiguous()\n    return torch_npu.npu_rms_norm(out, w)[0]",
+        "import torch_npu\ndef a2a(x, group):\n    x = x.transpose(0, 1).contiguous()\n    return all_to_all(x, group)",
+        # guarded, set-up, eager fallback beside a fused path
+        "import torch_npu\ndef f(q, k):\n    k = k.t()\n    k = k if k.is_contiguous() else k.contiguous()\n    return q @ k",
+        "import torch, torch_npu\nclass M(torch.nn.Module):\n    def __init__(self, w):\n"
+        "        super().__init__()\n        self.w = torch.nn.Parameter(w.t().contiguous())\n        x @ self.w",
+        "import torch, torch_npu\ndef eager_attention_forward(q, k, v):\n"
+        "    p = torch.softmax(q @ k.transpose(-1, -2), -1)\n    return (p @ v).transpose(1, 2).contiguous()",
+        "import torch, torch_npu\ndef attend(q, k, v, use_flash):\n    if use_flash:\n"
+        "        return flash_attn_func(q, k, v)\n    else:\n        q = q.transpose(1, 2).contiguous()\n"
+        "        return torch.softmax(q @ k, -1) @ v",
+        "import torch, torch_npu\nclass Attn(torch.nn.Module):\n    def unshape(self, x):\n"
+        "        if x.is_npu:\n            return torch_npu.npu_confusion_transpose(x, (0, 2, 1, 3), self.s, True)\n"
+        "        return x.transpose(1, 2).contiguous().view(self.s)",
+        # the copy reaches a custom kernel through `a if c else b` and a name
+        "import torch_npu\ndef attn(q, c, has):\n    kv = c.transpose(1, 2).contiguous() if has else None\n"
+        "    return npu_sparse_attention(q, kv)",
+        # not the channel shuffle: a 5-D permute that is not flattened back to 4-D
+        "import torch_npu\ndef ssd(x, b, c, l, h, p):\n    return x.reshape(b, c, l, h, p).permute(0, 2, 1, 3, 4).contiguous()",
+        # not the head transpose: a 3-D interleave, or a CTC model (log_softmax is no attention)
+        "import torch, torch_npu\nclass Attention(torch.nn.Module):\n    def forward(self, xq):\n"
+        "        return xq.view(1, -1, 2).transpose(2, 1).contiguous()",
+        "import torch, torch_npu\ndef ctc(x, w):\n    x = torch.matmul(x, w)\n    x = x.transpose(1, 2).contiguous()\n"
+        "    return torch.log_softmax(x, -1)",
+        # two layout changes in a row: the matmul would copy anyway
+        "import torch, torch_npu\ndef f(q, key):\n    return torch.bmm(q, key.transpose(0, 1).transpose(1, 2).contiguous())",
     )
-
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        if not (isinstance(func, ast.Attribute) and func.attr == "contiguous" and not node.args):
-            return
-        receiver = func.value
-        for _ in range(4):  # x.unbind(1)[0], a local name, or a piece of one: `parts = x.chunk(2, 1); parts[0]`
-            if isinstance(receiver, ast.Subscript):
-                receiver = receiver.value
-            elif isinstance(receiver, ast.Name):
-                bound = self.ctx.binding(receiver.id)
-                if bound is None or bound.value is None:
-                    return
-                receiver = bound.value
-            else:
-                break
-        op = self._view_op(receiver)
-        if op is None:
-            return
-        if op in SPLIT_DIM and self._along_dim0(receiver, op):
-            return
-        advice = ("gather with `index_select` instead (as the ShuffleNetV2 channel shuffle does)"
-                  if op in ("transpose", "permute", "t", "T", "mT", "swapaxes", "swapdims", "movedim")
-                  else "avoid materialising the pieces, or fold the copy into a compute op")
-        self.report(node, op=op, advice=advice)
-
-    def _view_op(self, node: ast.AST) -> Optional[str]:
-        if isinstance(node, ast.Attribute) and node.attr in VIEW_ATTRS:
-            return node.attr
-        if not isinstance(node, ast.Call):
-            return None
-        func = node.func
-        qual = self.ctx.qualname(func)
-        if qual and qual.startswith("torch.") and qual[6:] in VIEW_OPS:
-            return qual[6:]
-        if isinstance(func, ast.Attribute) and func.attr in VIEW_OPS and qual is None:
-            return func.attr
-        return None
-
-    def _along_dim0(self, call: ast.Call, op: str) -> bool:
-        function_form = self.ctx.qualname(call.func) is not None  # torch.chunk(x, 2, 0): one more arg
-        pos = SPLIT_DIM[op] + (1 if function_form else 0)
-        dim = argument(call, "dim", pos)
-        if dim is None:
-            return op != "narrow"
-        return self._may_be_zero(dim)
-
-    def _may_be_zero(self, dim: ast.expr, depth: int = 0) -> bool:
-        """The dim is 0, or may be (`seq_dim = 2 if x.ndim == 4 else 0`): the pieces may be contiguous."""
-        if constant(dim) == 0 or self.ctx.int_value(dim) == 0:
-            return True
-        if isinstance(dim, ast.IfExp) and depth < 3:
-            return self._may_be_zero(dim.body, depth + 1) or self._may_be_zero(dim.orelse, depth + 1)
-        if isinstance(dim, ast.Name) and depth < 3:
-            bound = self.ctx.binding(dim.id)
-            if bound is not None and bound.value is not None and bound.index is None:
-                return self._may_be_zero(bound.value, depth + 1)
-        return False

@@ -33,7 +33,7 @@ PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "boo
 class HostToDeviceCopyInForward(Rule):
     code = "ASC201"
     name = "host-to-device-copy-in-forward"
-    message = "`{ctor}(...)` in `{method}` is copied from host to device on every call{mode}: {remedy}"
+    message = "`{ctor}(...)` in {method} is copied from host to device on every call{mode}: {remedy}"
     fix_applicability = Applicability.UNSAFE
     triggers = ("tensor(", "Tensor(", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")
     docs = Docs(
@@ -44,7 +44,7 @@ class HostToDeviceCopyInForward(Rule):
              "constructors, over numpy arrays or Python lists/ranges) that is moved to the device with "
              "`.to(<device>)`, `.npu()` or `.cuda()`, or created with `device=<not cpu>`. In a MindSpore "
              "`construct`, `Tensor(...)` / `mindspore.tensor(...)` built from numpy or Python data is itself "
-             "the per-call copy and is flagged without a move.",
+             "the per-call copy and is flagged without a move. Through the project model, a function called from such a method (in any module, up to three calls deep) or assigned as one by a monkey-patch is hot too, and a class deriving from a model base defined in another module or from a well-known third-party base (transformers, mmengine, Megatron, mindformers) is a model.",
         why="Every call pays a host-to-device copy: the host builds the tensor, queues the copy and the "
             "operators after it wait for the transfer. In the ShuffleNetV2 port to Ascend 910, "
             "`index.to('npu')` in `forward` was removed by registering the index tensors as module buffers "
@@ -323,7 +323,6 @@ class HostToDeviceCopyInForward(Rule):
         if self._lazily_cached():
             return
         ctx = self.ctx
-        hot = ctx.hot_method()
         kind = self._hot_class_kind()
         label = ctx.call_name(ctor) or "tensor"
         label = label.replace("mindspore.", "") if label.startswith("mindspore.") else label
@@ -341,11 +340,13 @@ class HostToDeviceCopyInForward(Rule):
                       "which `model.to(device)` moves with the model")
         elif kind == "cell":
             remedy = "create it once in `__init__` (`self.name = Tensor(...)`) and use `self.name`"
+        elif ctx.hot_reason():
+            remedy = "build it once (e.g. a buffer of the calling module) and pass it in"
         else:
             remedy = "build it once outside the Function (e.g. a module buffer) and pass it in"
         fix = self._fix(node, ctor, buffer_expr) if kind == "module" and buffer_expr is not None else None
         mode = " in PyNative mode (MindSpore's default; GRAPH_MODE and `@jit` fold it)" if kind == "cell" else ""
-        self.report(node, ctor=label, method=hot.name if hot else "forward", mode=mode, remedy=remedy, fix=fix)
+        self.report(node, ctor=label, method=ctx.hot_label(), mode=mode, remedy=remedy, fix=fix)
 
     def _hot_class_kind(self) -> Optional[str]:
         cls = self._hot_class()
@@ -736,17 +737,17 @@ class HostToDeviceCopyInForward(Rule):
 
     def _buffer_source(self, expr: ast.expr) -> Optional[str]:
         """The source of `expr` without a `device=` keyword (the buffer follows the module)."""
-        text = self.ctx.text
+        segment = self.ctx.segment
         if isinstance(expr, ast.Call) and keyword(expr, "device") is not None:
             if any(isinstance(a, ast.Starred) for a in expr.args):
                 return None
-            parts = [ast.get_source_segment(text, a) for a in expr.args]
-            parts += [ast.get_source_segment(text, kw) for kw in expr.keywords if kw.arg != "device"]
-            func = ast.get_source_segment(text, expr.func)
+            parts = [segment(a) for a in expr.args]
+            parts += [segment(kw) for kw in expr.keywords if kw.arg != "device"]
+            func = segment(expr.func)
             if func is None or any(p is None for p in parts):
                 return None
             return f"{func}({', '.join(parts)})"
-        return ast.get_source_segment(text, expr)
+        return segment(expr)
 
     def _buffer_name(self, cls: ast.ClassDef, expr: ast.expr) -> str:
         taken = self._buffer_names.get(id(cls))

@@ -38,7 +38,7 @@ class SynchronizeInHotPath(Rule):
              "`torch.npu.current_stream().synchronize()`, `<event>.synchronize()`, "
              "`mindspore.hal.synchronize()` / `mindspore.runtime.synchronize()`) inside a hot scope: "
              "`forward` of an `nn.Module`, `construct` of a MindSpore `Cell`, `forward`/`backward` of a "
-             "`torch.autograd.Function`, or the body of the innermost training-step loop.",
+             "`torch.autograd.Function`, or the body of the innermost training-step loop. Through the project model, a function called from such a method (in any module, up to three calls deep) or assigned as one by a monkey-patch is hot too, and a class deriving from a model base defined in another module or from a well-known third-party base (transformers, mmengine, Megatron, mindformers) is a model. Through the project model, a function called from a step loop in any module (up to three calls deep, not under a periodic guard) runs every step too; step loops in test code do not count.",
         why="Operators are launched from the host one by one and queued on the NPU; a synchronize makes the "
             "host wait until the queue is empty, so the next operators are launched into an idle device. The "
             "ShuffleNetV2 tuning case on Ascend 910 found synchronizes left in forward/backward; Ascend's "
@@ -150,9 +150,11 @@ class SynchronizeInHotPath(Rule):
         ctx = self.ctx
         hot = ctx.hot_method()
         if hot is not None:
-            where, remedy = f"`{hot.name}`", HOT_REMEDY
+            where, remedy = ctx.hot_label(), HOT_REMEDY
         elif ctx.in_step_loop(called_only=True):
-            where, remedy = "the training step loop", STEP_REMEDY
+            note = ctx.step_note()
+            where = f"the training step loop ({note})" if note else "the training step loop"
+            remedy = STEP_REMEDY
         else:
             return
         if ctx.guarded():

@@ -45,7 +45,7 @@ class HostSyncInStepLoop(Rule):
              "`int(t)` of a tensor and `print(t)` of a tensor expression in the body of the innermost "
              "training-step loop (a loop that calls `.backward()`, `optimizer.step()`, `scaler.step()` or a "
              "MindSpore train-one-step cell, directly or through a function of the same file), unless the "
-             "statement is under an `if step % N == 0:` guard.",
+             "statement is under an `if step % N == 0:` guard. Through the project model, a function called from such a loop in any module (up to three calls deep, not under a periodic guard) runs every step too; step loops in test code do not count.",
         why="Each of these is a device-to-host copy: the host must wait until every queued operator has run "
             "before it can read the value, so it stops launching the next step's operators and the NPU idles "
             "(Ascend's large-model training guide, \"减少同步接口调用\", shows such waits as device free time). "
@@ -126,6 +126,9 @@ class HostSyncInStepLoop(Rule):
         # tests and benchmarks are not training code
         "import torch\ndef test_training_converges(model, loader, optimizer):\n    for x, y in loader:\n"
         "        loss = model(x).sum()\n        loss.backward()\n        optimizer.step()\n        losses.append(loss.item())",
+        # a guard held in a variable
+        "import torch\nfor step, (x, y) in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n"
+        "    optimizer.step()\n    is_log_step = step % 100 == 0\n    if is_log_step:\n        print(loss.item())",
         # a one-step guard on the loop counter
         "import torch\nfor i, (x, y) in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n"
         "    optimizer.step()\n    if i == len(loader) - 1:\n        print(loss.item())",
@@ -148,7 +151,7 @@ class HostSyncInStepLoop(Rule):
                     method == "scale" and "scaler" in receiver_name(node.func.value).lower()):
                 self._remember_tensor(argument(node, "loss", 0))  # amp.scale_loss(loss, opt) / scaler.scale(loss)
             elif method in SYNC_METHODS and not node.args and not self._host_receiver(node.func.value):
-                self._check(node, _short(node))
+                self._check(node, _short(node, f".{method}()"))
             return
         func = node.func
         if (isinstance(func, ast.Name) and func.id in ("float", "int", "print") and not self.ctx.is_local(func.id)
@@ -156,12 +159,13 @@ class HostSyncInStepLoop(Rule):
             if func.id in ("float", "int") and len(node.args) == 1 and not node.keywords:
                 arg = node.args[0]
                 if self._is_tensor(arg) and not self._has_sync(arg):
-                    self._check(node, f"{func.id}({_short(arg)})")
+                    self._check(node, _short(node, f"{func.id}()"))
             elif func.id == "print":
                 for arg in node.args:
                     value = self._printed_tensor(arg)
                     if value is not None:
-                        self._check(node, f"print({_short(value)})")
+                        shown = _short(value, "")
+                        self._check(node, f"print({shown})" if shown else "print()")
                         return
 
     # ------------------------------------------------------------------ helpers
@@ -175,7 +179,8 @@ class HostSyncInStepLoop(Rule):
     def _check(self, node: ast.Call, expr: str) -> None:
         ctx = self.ctx
         if ctx.in_step_loop(called_only=True) and not ctx.guarded():
-            self.report(node, expr=expr)
+            note = ctx.step_note()
+            self.report(node, message=self.message.format(expr=expr) + (f" ({note})" if note else ""))
 
     def _func_key(self) -> int:
         func = self.ctx.function
@@ -289,6 +294,7 @@ def _inside(outer: ast.AST, inner: ast.AST) -> bool:
         (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
 
 
-def _short(node: ast.expr) -> str:
+def _short(node: ast.expr, generic: str) -> str:
+    """The expression's source when it is short, else `generic` (a message never shows cut source)."""
     text = ast.unparse(node)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= 50 and "\n" not in text else generic

@@ -34,11 +34,6 @@ def group_options(node: ast.expr) -> Optional[Tuple[Tuple[str, str], ...]]:
     return tuple(sorted(items)) if has_params else None
 
 
-def _short(source: str, limit: int = 40) -> str:
-    text = " ".join(source.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 class MergeableParamGroups(Rule):
     code = "ASC302"
     name = "mergeable-param-groups"
@@ -141,7 +136,9 @@ class MergeableParamGroups(Rule):
         label = ", ".join(str(i + 1) for i in first[:-1]) + f" and {first[-1] + 1}"
         if len(merges) > 1:
             label += " (and " + "; ".join(", ".join(str(i + 1) for i in m) for m in merges[1:]) + ")"
-        merged = "`{'params': [" + ", ".join(f"*{_short(self._params_src(groups.elts[i]))}" for i in first) + "], ...}`"
+        sources = [" ".join(self._params_src(groups.elts[i]).split()) for i in first]
+        merged = ("`{'params': [" + ", ".join(f"*{src}" for src in sources) + "], ...}`"
+                  if all(len(src) <= 40 for src in sources) else "one `params` list holding all of their parameters")
         self.report(groups.elts[first[1]], groups=label, merged=merged, fix=self._fix(groups, merges, stmt))
 
     def _literal(self, node: ast.expr) -> Tuple[ast.expr, Optional[ast.AST]]:
@@ -173,7 +170,7 @@ class MergeableParamGroups(Rule):
         return ""
 
     def _src(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.ctx.text, node) or ast.unparse(node)
+        return self.ctx.segment(node) or ast.unparse(node)
 
     def _iterable(self, node: ast.expr) -> bool:
         """Is a group's `params` value certainly an iterable of parameters (not a lone tensor)?"""

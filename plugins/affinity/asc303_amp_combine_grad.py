@@ -7,6 +7,8 @@ from typing import Optional
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 from ascend_lint.semantic import FileContext, argument, constant, keyword
 
+from ..migration._common import in_backend_switch
+
 AMP_INITIALIZE = ("apex.amp.initialize", "apex.amp.frontend.initialize")
 COMBINE_LEVELS = ("O1", "O2")  # Ascend apex rejects combine_grad / combine_ddp at other opt levels
 _UNKNOWN = object()
@@ -77,7 +79,8 @@ class AmpCombineGrad(Rule):
                        "(a deliberate opt-out), when `opt_level` is a literal other than 'O1'/'O2' (apex rejects "
                        "`combine_grad` there), with `opt_level='O2'` and `master_weights=False` (apex requires "
                        "master weights then), without an optimizer argument, with `enabled=False`, or when "
-                       "`**kwargs` may carry it. Fused buffers take extra device memory the size of all "
+                       "`**kwargs` may carry it, nor on the GPU side of a device switch (`if device.type == "
+                       "'cuda':`). Fused buffers take extra device memory the size of all "
                        "gradients.",
         example="""
             from apex import amp
@@ -122,17 +125,24 @@ class AmpCombineGrad(Rule):
         "import torch_npu\nfrom apex import amp\nmodel = amp.initialize(model, opt_level='O1')",
         "import torch_npu\nfrom apex import amp\nmodel, opt = amp.initialize(model, opt, enabled=False)",
         "import torch_npu\nfrom apex import amp\nmodel, opt = amp.initialize(model, opt, **amp_kwargs)",
+        # the CUDA side of a device switch
+        "import torch_npu\nfrom apex import amp\nif device.type == 'cuda':\n"
+        "    model, opt = amp.initialize(model, opt, opt_level='O1')\nelif device.type == 'npu':\n    pass",
         # not apex, and not NPU code
         "import torch_npu\nclass amp:\n    pass\nmodel, opt = amp.initialize(model, opt)",
         "from apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O2')",
     )
 
+    def __init__(self, ctx, options=None) -> None:
+        super().__init__(ctx, options)
+        self._switches: dict = {}
+
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
         if not is_amp_initialize(ctx, node) or not trains(node) or not combine_allowed(node):
             return
-        if flag_state(node, "combine_grad") != "missing":
-            return
+        if flag_state(node, "combine_grad") != "missing" or in_backend_switch(ctx, self._switches):
+            return  # (on the GPU side of a device switch the CUDA apex has no combine_grad)
         fix = Fix(Applicability.UNSAFE, "Add `combine_grad=True`",
                   (Edit("set_keyword", ctx.span(node), "True", "combine_grad"),))
         self.report(node, fix=fix)

@@ -45,8 +45,10 @@ class NoMixedPrecision(Rule):
             "Ascend migration guide asks to enable mixed precision right after porting "
             "(`torch_npu.npu.amp.autocast` + `GradScaler`), and every tuning case in the Ascend model zoo "
             "(ShuffleNetV2, MobileNetV1) starts from AMP.",
-        known_problems="File-level: mixed precision set up in another module (a trainer passed a scaler, a "
-                       "framework configured by a YAML file) is invisible; any AMP-looking name in the file "
+        known_problems="File-level, with one fact from the project: a training function that the project calls "
+                       "with a model cast to fp16/bf16 (`model.half()`, apex `amp.initialize`, FSDP "
+                       "`MixedPrecision`) or under `autocast` is taken as mixed precision; other set-ups in another "
+                       "module (a framework configured by a YAML file) are invisible; any AMP-looking name in the file "
                        "(`scaler`, `args.fp16`, `use_amp`) keeps the rule silent. A `.backward()` outside any loop counts "
                        "only in a function named like a training step (`train*`, `*step*`, `fit`, `update`), so an "
                        "operator's unit test is not a training script. `x.backward(...)` calls with a "
@@ -139,6 +141,9 @@ class NoMixedPrecision(Rule):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "backward":
             if self._first_backward is None and not node.args and self._in_training_step():
+                if self.ctx.caller_precision() is not None:  # its callers run it in mixed precision
+                    self._evidence = True
+                    return
                 self._first_backward = node
         elif not self._optimizer_step and is_step_call(node):
             self._optimizer_step = True

@@ -68,8 +68,11 @@ class Fp32Matmul(Rule):
             "`add_flags_recursive(fp16=True)` / `to_float(mstype.float16)` or train with "
             "`Model(..., amp_level=\"O2\")`; Ascend's apex guide notes that `register_float_function` forces "
             "an op to fp32, the opposite of what the Cube wants.",
-        known_problems="A Cell defined in a file that does not train it is not checked for (a): the cast "
-                       "usually lives in the training script. For MindSpore the cost depends on the chip: the "
+        known_problems="For (a), a Cell defined in a file that does not train it is judged by the script of "
+                       "the project that trains it (the project model follows `net = Net(...)` into `Model(...)`, "
+                       "`TrainOneStepCell`, `to_float`, `auto_mixed_precision`, and from a network to the Cells "
+                       "its `__init__` builds); a Cell no script of the project trains is not checked. For "
+                       "MindSpore the cost depends on the chip: the "
                        "default precision mode of Atlas training series (`force_fp16`) already runs an fp32 "
                        "MatMul in fp16, Atlas A2's (`must_keep_origin_dtype`) keeps it in fp32. `amp_level=\"O1\"` counts as a cast (its white "
                        "list runs MatMul in fp16). Not flagged, because they are precision decisions or never "
@@ -200,7 +203,7 @@ class Fp32Matmul(Rule):
 
     def __init__(self, ctx, options=None) -> None:
         super().__init__(ctx, options)
-        self.cell_matmuls: List[ast.AST] = []
+        self.cell_matmuls: List[Tuple[ast.AST, str]] = []  # (MatMul in a Cell, the Cell's class name)
         self.casts_fp16 = False
         self.trains = False
         self.reported: Set[int] = set()
@@ -218,7 +221,7 @@ class Fp32Matmul(Rule):
         if qual in MS_PRIMITIVES or qual in MS_FUNCTIONS:
             cls = self.ctx.class_scope
             if cls is not None and cls.class_kind == "cell":
-                self.cell_matmuls.append(node)
+                self.cell_matmuls.append((node, cls.name))
         if qual == APEX_REGISTER:
             self._check_registration(node)
             return
@@ -243,14 +246,20 @@ class Fp32Matmul(Rule):
         for node, op, reason, remedy, func in self.pending:
             if (id(func) if func is not None else 0) not in self.geometry:
                 self.report(node, op=op, reason=reason, remedy=remedy)
-        if not self.trains or self.casts_fp16:
-            return
-        for node in self.cell_matmuls:
+        for node, cls in self.cell_matmuls:
             if id(node) in self.reported:
                 continue
+            trained = self.ctx.training_precision(cls)  # decided by the script that trains the network
+            if trained is not None:
+                if trained[0] != "fp32":
+                    continue
+                reason = f"runs in float32 (the network is trained with {trained[1]})"
+            elif self.trains and not self.casts_fp16:
+                reason = "runs in float32 (nothing in this file casts the network to fp16)"
+            else:
+                continue
             op = self._label(node.func if isinstance(node, ast.Call) else node)
-            self.report(node, op=op, reason="runs in float32 (nothing in this file casts the network to fp16)",
-                        remedy=REMEDY_MS)
+            self.report(node, op=op, reason=reason, remedy=REMEDY_MS)
 
     # ----------------------------------------------------------- (b) operands
     def _matmul(self, call: ast.Call, qual: Optional[str]):

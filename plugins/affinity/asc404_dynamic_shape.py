@@ -28,7 +28,7 @@ BOOL_DTYPES = frozenset({"torch.bool", "mindspore.bool_", "mindspore.dtype.bool_
 class DynamicShapeInForward(Rule):
     code = "ASC404"
     name = "dynamic-shape-in-forward"
-    message = "{op} in `{method}` {problem}: {remedy}"
+    message = "{op} in {method} {problem}: {remedy}"
     preview = True
     triggers = ("nonzero", "masked_select", "unique", "argwhere", "where", "NonZero", "MaskedSelect", "Unique", "[")
     docs = Docs(
@@ -38,7 +38,7 @@ class DynamicShapeInForward(Rule):
              "`torch.where` (function or method form, and their MindSpore `ops` twins), boolean-mask "
              "indexing `x[mask]` and boolean-mask assignment `x[mask] = v`. A mask is a comparison, a "
              "predicate (`eq`, `isnan`, `logical_and`, `.bool()`, ...), `~`/`&`/`|` of masks, or a local "
-             "name bound to one or called `*mask*`.",
+             "name bound to one or called `*mask*`. Through the project model, a function called from such a method (in any module, up to three calls deep) or assigned as one by a monkey-patch is hot too, and a class deriving from a model base defined in another module or from a well-known third-party base (transformers, mmengine, Megatron, mindformers) is a model.",
         why="These ops give outputs whose shape depends on the data. On Ascend an operator is compiled "
             "for each new shape (CANN migration guide: dynamic shapes recompile operators repeatedly and run "
             "slowly), the host must wait for the device to learn the output size, and NonZero / Index / "
@@ -137,7 +137,8 @@ class DynamicShapeInForward(Rule):
             return
         name = op.rsplit(".", 1)[-1].lower()
         if "unique" in name:
-            remedy = f"move it out of `{self._method()}` (for example into the data pipeline)"
+            scope = self.ctx.hot_method()
+            remedy = f"move it out of `{scope.name if scope else 'forward'}` (for example into the data pipeline)"
         else:
             remedy = self._where_remedy()
         label = op if op.startswith("one-argument") else f"`{op}`"
@@ -197,8 +198,7 @@ class DynamicShapeInForward(Rule):
         return False
 
     def _method(self) -> str:
-        scope = self.ctx.hot_method()
-        return scope.name if scope is not None else "forward"
+        return self.ctx.hot_label()
 
     def _where_remedy(self) -> str:
         cls = self.ctx.class_scope

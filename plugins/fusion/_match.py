@@ -48,9 +48,10 @@ class FusionRule(Rule):
             self._fused_seen = True
 
     def candidate(self, node: ast.AST, message: str) -> None:
-        """Queue a finding: code of the frameworks the fused ops belong to. (Test files, where a hand-written
-        block is the reference the fused op is checked against, are not training code: never reported.)"""
-        if any(self.ctx.imports(f) for f in self.frameworks):
+        """Queue a finding: code of the frameworks the fused ops belong to, not in a function or class that a
+        monkey-patch replaces at run time (the block never runs). (Test files, where a hand-written block is
+        the reference the fused op is checked against, are not training code: never reported.)"""
+        if any(self.ctx.imports(f) for f in self.frameworks) and not self.ctx.replaced_by():
             self._pending.append((node, message))
 
     def end_file(self) -> None:
@@ -185,6 +186,10 @@ ACTIVATION_FUNCS = {
     "torch.nn.functional.gelu": "gelu", "torch.gelu": "gelu",
 }
 ACTIVATION_MODULES = {"torch.nn.SiLU": "silu", "torch.nn.GELU": "gelu"}
+# Activation tables indexed by a configuration string (transformers' ACT2FN): name -> (kind, tanh-approximated)
+ACTIVATION_TABLES = ("ACT2FN", "ACT2CLS")
+ACTIVATION_NAMES = {"silu": ("silu", False), "swish": ("silu", False), "gelu": ("gelu", False),
+                    "gelu_new": ("gelu", True), "gelu_pytorch_tanh": ("gelu", True), "gelu_fast": ("gelu", True)}
 
 
 def activation(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[Tuple[str, ast.expr, bool]]:
@@ -204,7 +209,27 @@ def activation(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[Tuple
         kind = ACTIVATION_MODULES.get(ctx.qualname(module.func) or "")
         if kind is not None:
             return kind, node.args[0], _tanh(keyword(module, "approximate"))
+    if isinstance(module, ast.Subscript):
+        named = _table_activation(ctx, module)
+        if named is not None:
+            return named[0], node.args[0], named[1]
     return None
+
+
+def _table_activation(ctx: FileContext, lookup: ast.Subscript) -> Optional[Tuple[str, bool]]:
+    """`ACT2FN["silu"]`, or `ACT2FN[config.hidden_act]` where the project's configuration classes default
+    `hidden_act` to one activation: (kind, tanh-approximated)."""
+    table = lookup.value
+    qual = ctx.qualname(table)  # an imported table by its own name (`ACT2FN as A`), else as spelled
+    name = (qual.rsplit(".", 1)[-1] if qual else table.attr if isinstance(table, ast.Attribute)
+            else table.id if isinstance(table, ast.Name) else "")
+    if name not in ACTIVATION_TABLES:
+        return None
+    key = lookup.slice
+    value = constant(key)
+    if value is None and isinstance(key, ast.Attribute):
+        value = ctx.config_default(key.attr)
+    return ACTIVATION_NAMES.get(value) if isinstance(value, str) else None
 
 
 def _tanh(kw: Optional[ast.keyword]) -> bool:
@@ -292,7 +317,7 @@ def halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) ->
 def src(ctx: FileContext, node: ast.AST, placeholder: str, limit: int = 40) -> str:
     """Source text of `node` for messages, or `placeholder` when it is too long to quote whole (a
     message never shows an expression cut in the middle)."""
-    text = ast.get_source_segment(ctx.text, node) or ast.unparse(node)
+    text = ctx.segment(node) or ast.unparse(node)
     text = " ".join(text.split())
     return text if len(text) <= limit else placeholder
 

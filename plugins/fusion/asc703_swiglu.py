@@ -19,8 +19,9 @@ class HandwrittenSwiglu(FusionRule):
         what="Flags `silu(a) * b` (either order) where `a` and `b` are the two halves of one tensor along the "
              "last dim (`a, b = x.chunk(2, dim=-1)`, `c = torch.chunk(x, 2, -1); c[0], c[1]`, or "
              "`x[..., :h]` / `x[..., h:]`) or two projections of the same input (`self.w1(x)`, `self.w3(x)`). "
-             "SiLU may be `F.silu`, `torch.nn.functional.silu`, `nn.SiLU()(a)` or a `self.act` attribute set "
-             "to `nn.SiLU()` in `__init__`.",
+             "SiLU may be `F.silu`, `torch.nn.functional.silu`, `nn.SiLU()(a)`, a `self.act` attribute set "
+             "to `nn.SiLU()` in `__init__`, or `ACT2FN[config.hidden_act]` when the project's configuration "
+             "classes default `hidden_act` to `\"silu\"`.",
         why="Written out, SwiGLU is a split, a SiLU and a multiply (plus the split's copies), each a host-launched "
             "kernel over the largest activations of the block. `torch_npu.npu_swiglu(input, dim=-1)` computes "
             "`silu(A) * B` for the first half A and second half B of `input` in one kernel; Ascend's profiler "
@@ -28,8 +29,11 @@ class HandwrittenSwiglu(FusionRule):
             "beta API, listed for Atlas A2 training): 1-8-D input whose `dim` size is even, fp32/fp16/bf16, "
             "contiguous. With two separate projections, concatenate their weights into one Linear (gate rows "
             "first) so the fused op gets one tensor.",
-        known_problems="An activation chosen at run time (`ACT2FN[config.hidden_act]`) is not known to be SiLU "
-                       "and is not flagged. Files that already call `npu_swiglu` are taken as having the fused path.",
+        known_problems="An activation chosen at run time (`ACT2FN[config.hidden_act]`) counts as SiLU when the "
+                       "project's configuration classes default that attribute to `\"silu\"` (and none to "
+                       "anything else); a value set only in a checkpoint's config file is not seen. Files that "
+                       "already call `npu_swiglu` are taken as having the fused path. A block in a function or "
+                       "class that a monkey-patch replaces at run time is not flagged (it never runs).",
         example="""
             import torch.nn.functional as F
             import torch_npu
@@ -59,11 +63,27 @@ class HandwrittenSwiglu(FusionRule):
         "        self.act = torch.nn.SiLU()\n    def forward(self, x):\n"
         "        return self.w2(self.act(self.w1(x)) * self.w3(x))",
         _IMPORTS + "def f(self, x):\n    return self.down(F.silu(self.gate(x)) * self.up(x))",
+        # an activation looked up by configuration name, the configuration class defaulting it to SiLU
+        _IMPORTS + "from transformers.activations import ACT2FN\n"
+        "class LlamaConfig:\n    def __init__(self, hidden_act='silu'):\n        self.hidden_act = hidden_act\n"
+        "class MLP(torch.nn.Module):\n    def __init__(self, config):\n        super().__init__()\n"
+        "        self.act_fn = ACT2FN[config.hidden_act]\n    def forward(self, x):\n"
+        "        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))",
     )
     clean = (
         "import torch.nn.functional as F\ndef f(x):\n    a, b = x.chunk(2, dim=-1)\n    return F.silu(a) * b",
         _IMPORTS + "def f(x):\n    return torch_npu.npu_swiglu(x, dim=-1)\n"
         "def ref(x):\n    a, b = x.chunk(2, dim=-1)\n    return F.silu(a) * b",
+        # ACT2FN with a configuration default that is not SiLU; a block replaced by a monkey-patch
+        _IMPORTS + "from transformers.activations import ACT2FN\n"
+        "class BertConfig:\n    def __init__(self, hidden_act='gelu'):\n        self.hidden_act = hidden_act\n"
+        "class MLP(torch.nn.Module):\n    def __init__(self, config):\n        super().__init__()\n"
+        "        self.act_fn = ACT2FN[config.hidden_act]\n    def forward(self, x):\n"
+        "        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))",
+        _IMPORTS + "class MLP(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return self.down(F.silu(self.gate(x)) * self.up(x))\n"
+        "def npu_mlp_forward(self, x):\n    return fused_mlp(self, x)\n"
+        "MLP.forward = npu_mlp_forward",
         # GELU gating is ASC705's, not SwiGLU
         _IMPORTS + "def f(x):\n    a, b = x.chunk(2, dim=-1)\n    return F.gelu(a) * b",
         # SiLU times something that is not the other half

@@ -20,14 +20,18 @@ NOT_LEFTOVERS = (
     "(`if device.type == 'npu': torch.cuda.set_device(device)`) is always flagged. Files migrated at run time "
     "are skipped: they import `torch_npu.contrib.transfer_to_npu`, `mindspeed_llm` (its package `__init__` "
     "applies it) or the mindnlp/mindtorch emulation, or are modules of the mindspeed_llm, mindspeed or "
-    "mindtorch packages. A probe that guards a CUDA-only feature without naming it "
-    "(`fused_adam_cls is not None and torch.cuda.is_available()`) is still reported."
+    "mindtorch packages. Also deliberate: a module-level capability probe (`IS_CUDA_AVAILABLE = "
+    "torch.cuda.is_available()`) and code guarded by a variable that holds a CUDA probe (`if IS_CUDA_AVAILABLE:`; "
+    "a probe assigned inside a function is still reported, once, where it is assigned); CUDA-only feature "
+    "branches: code inside a `try:` that imports an optional package, and code under a test of a name such a "
+    "`try` binds (`if FusedAdam is not None:`, `if HAS_FLASH_ATTN:`) or of a name that says it is a fused/CUDA "
+    "kernel feature (`fused_adam_cls is not None and torch.cuda.is_available()`)."
 )
 
 
 def source(ctx: FileContext, node: ast.AST) -> Optional[str]:
     """The exact source text of `node` (None when it cannot be cut out)."""
-    return ast.get_source_segment(ctx.text, node)
+    return ctx.segment(node)
 
 
 # Fix safety shared by the migration rules whose fixed code needs torch_npu loaded.
@@ -82,6 +86,7 @@ _WORD_RE = re.compile(r"[a-z0-9]+")
 NPU_PROBE_RE = re.compile(r"is_(torch_)?npu_available")
 GPU_PROBE_RE = re.compile(r"is_\w*gpu\w*_available")  # `is_torch_bf16_gpu_available()`: a GPU capability check
 CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
+AVAILABILITY_PROBE = frozenset({"torch.cuda.is_available"})
 NEGATING_OPS = (ast.NotEq, ast.IsNot, ast.NotIn)
 
 
@@ -154,7 +159,135 @@ def _later_tests(if_node: ast.If) -> Iterator[ast.expr]:
         node = node.orelse[0] if len(node.orelse) == 1 else None
 
 
-def in_backend_switch(ctx: FileContext, cache: Dict[int, bool]) -> bool:
+# Words of a name that make a test select a CUDA-only feature (`if fused_adam_cls is not None`, `if HAS_FLASH:`,
+# `if is_sagemaker_mp_enabled():`, `if is_torch_tf32_available():`); the code under such a test is that feature's.
+FEATURE_WORDS = frozenset({"fused", "flash", "triton", "xformers", "kernel", "kernels", "cutlass"})
+# ... and words that say so only in a probe's name (`is_torch_tf32_available()`), not in a flag (`args.tf32`).
+PROBE_FEATURE_WORDS = FEATURE_WORDS | {"sagemaker", "tf32", "fp8"}
+# Packages that exist only for CUDA (an optional import of one of them guards CUDA-only code).
+CUDA_ONLY_PACKAGES = frozenset({"flash_attn", "xformers", "transformer_engine", "triton", "bitsandbytes", "cupy",
+                                "pynvml", "nvidia", "cutlass", "amp_c", "fused_layer_norm_cuda", "mamba_ssm",
+                                "causal_conv1d", "liger_kernel", "flashinfer", "apex.contrib"})
+
+
+def _probe_value(ctx: FileContext, value: ast.AST, probes: FrozenSet[str] = CUDA_PROBES) -> bool:
+    """An expression that only probes CUDA: `torch.cuda.is_available()`, `torch.cuda.device_count() > 1`,
+    `not x and torch.cuda.is_available()` (no device string, no other call)."""
+    probe = False
+    for sub in ast.walk(value):  # a bounded look at one assigned value
+        if isinstance(sub, ast.Call):
+            if ctx.qualname(sub.func) not in probes:
+                return False
+            probe = True
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            return False
+    return probe
+
+
+def _held_probe(ctx: FileContext, test: ast.AST) -> bool:
+    """A test that reads a variable holding a CUDA probe (`if IS_CUDA_AVAILABLE:`, `if use_cuda:`)."""
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Name):
+            bound = ctx.binding(sub.id)
+            value = bound.value if bound is not None and bound.index is None else ctx.constants.get(sub.id)
+            if value is not None and _probe_value(ctx, value):
+                return True
+    return False
+
+
+_CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
+def _name_words(name: str) -> FrozenSet[str]:
+    """`FusedAdam` -> {fused, adam}; `HAS_FLASH_ATTN` -> {has, flash, attn}."""
+    return frozenset(w.lower() for w in _CAMEL_RE.findall(name))
+
+
+def cuda_only_names(ctx: FileContext) -> FrozenSet[str]:
+    """The file's optional names that come from a CUDA-only package or name a CUDA-only feature."""
+    names = set()
+    for name, modules in ctx.optional_imports().items():
+        if _name_words(name) & FEATURE_WORDS or any(_cuda_only_module(m) for m in modules):
+            names.add(name)
+    return frozenset(names)
+
+
+def _cuda_only_module(module: str) -> bool:
+    lowered = module.lower()
+    parts = lowered.split(".")
+    return any(p in CUDA_ONLY_PACKAGES for p in parts) or any(lowered.startswith(p + ".") or lowered == p
+                                                                  for p in CUDA_ONLY_PACKAGES) \
+        or any(_name_words(p) & FEATURE_WORDS for p in module.split(".")[1:])
+
+
+def _feature_test(ctx: FileContext, test: ast.AST) -> bool:
+    """A test of a CUDA-only feature: an optional name from a CUDA-only package, or a name or call that says
+    so (`if FusedAdam is not None:`, `if HAS_FLASH_ATTN:`, `fused_cls is not None and torch.cuda.is_available()`,
+    `if is_sagemaker_mp_enabled():`, `if is_torch_tf32_available():`)."""
+    optional = cuda_only_names(ctx)
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Call):
+            if _name_words(_called_name(sub)) & PROBE_FEATURE_WORDS:
+                return True
+            continue
+        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if name is not None and (name in optional or _name_words(name) & FEATURE_WORDS):
+            return True
+    return False
+
+
+def _in_feature_code(ctx: FileContext, cache: Dict) -> bool:
+    """In code of a CUDA-only feature: a function named for one (`detect_flash_attention_support`), or an
+    `if` branch that uses an optional (guarded-import) name (`elif mixed_precision == "fp8": te_recipe...`)."""
+    func = ctx.function
+    if func is not None and _name_words(func.name) & FEATURE_WORDS:
+        return True
+    if not ctx.ifs:
+        return False
+    optional = cuda_only_names(ctx)
+    if not optional:
+        return False
+    if_node, in_else = ctx.ifs[-1]
+    key = ("branch", id(if_node), in_else)
+    if key not in cache:
+        branch = if_node.orelse if in_else else if_node.body
+        cache[key] = any(isinstance(n, ast.Name) and n.id in optional for stmt in branch for n in ast.walk(stmt))
+    return cache[key]
+
+
+def _names_cuda(test: ast.expr) -> bool:
+    """A test about the CUDA device itself (`if args.cuda:`, `if use_gpu:`)."""
+    return any(_words(sub)[0] & {"cuda", "gpu", "gpus"} for sub in ast.walk(test))
+
+
+def _other_branch_uses_npu(if_node: ast.If, in_else: bool) -> bool:
+    """The other branch of this `if` moves work to the NPU (`.npu()`, `torch.npu.*`, an 'npu' device): this
+    branch is the CUDA side of a switch."""
+    other = if_node.body if in_else else if_node.orelse
+    for stmt in other:
+        for sub in ast.walk(stmt):  # a bounded look at one branch
+            if isinstance(sub, ast.Attribute) and (sub.attr == "npu" or (
+                    isinstance(sub.value, ast.Name) and sub.value.id == "torch_npu")):
+                return True
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and (
+                    sub.value == "npu" or sub.value.startswith("npu:")):
+                return True
+    return False
+
+
+def _module_probe(ctx: FileContext) -> bool:
+    """At module level, inside `NAME = torch.cuda.is_available()`: a capability probe; its uses decide. (A
+    device count is a quantity the script divides work by: `NGPUS = torch.cuda.device_count()` is reported.)"""
+    if ctx.function is not None or ctx.class_scope is not None:
+        return False
+    for node in ctx.stack:
+        if isinstance(node, ast.Assign):
+            return all(isinstance(t, ast.Name) for t in node.targets) and _probe_value(
+                ctx, node.value, AVAILABILITY_PROBE)
+    return False
+
+
+def in_backend_switch(ctx: FileContext, cache: Dict) -> bool:
     """Is the current node CUDA code on purpose? Yes on the non-NPU side of a condition that names the NPU
     (`if is_npu: ... else: <here>`, `if "cuda" in d: <here> elif "npu" in d: ...`, `x.npu() if npu else
     <here>`), under a condition that selects another backend explicitly (`dispatches_elsewhere`), or, in a
@@ -166,8 +299,14 @@ def in_backend_switch(ctx: FileContext, cache: Dict[int, bool]) -> bool:
             return False  # inside the NPU branch: CUDA code here is a leftover for sure
         if polarity or dispatches_elsewhere(if_node.test):
             return True
+        if not in_else and (_held_probe(ctx, if_node.test) or _feature_test(ctx, if_node.test)):
+            return True  # (the `else:` of such a test is the ordinary path)
         if not in_else and any(npu_polarity(t) == 1 for t in _later_tests(if_node)):
             return True
+        if _names_cuda(if_node.test) and _other_branch_uses_npu(if_node, in_else):  # `if args.cuda: .. else: m.npu()`
+            return True
+    if _module_probe(ctx) or _in_feature_code(ctx, cache):
+        return True
     stack = ctx.stack
     if in_backend_table(stack):
         return True
@@ -177,13 +316,26 @@ def in_backend_switch(ctx: FileContext, cache: Dict[int, bool]) -> bool:
             polarity = npu_polarity(node.test)
             if polarity == (1 if child is node.body else -1):
                 return False
-            if polarity or dispatches_elsewhere(node.test):
+            if polarity or dispatches_elsewhere(node.test) or (child is node.body and _held_probe(ctx, node.test)):
                 return True
-        elif isinstance(node, ast.BoolOp) and dispatches_elsewhere(node):
+        elif isinstance(node, ast.BoolOp) and (dispatches_elsewhere(node) or _feature_test(ctx, node)):
+            return True
+        elif isinstance(node, ast.Try) and child in node.body and ctx.function is None \
+                and _bound_names_any(node, cuda_only_names(ctx)):
             return True
     tests = [if_node.test for if_node, _ in ctx.ifs]
     tests += [n.test for n in ctx.stack if isinstance(n, (ast.If, ast.IfExp, ast.While))]
     return gpu_fallback(ctx, cache, tests)
+
+
+def _bound_names_any(node: ast.Try, names: set) -> bool:
+    """Is this `try:` one of the optional-import blocks (it imports a name the file treats as optional)?"""
+    for stmt in node.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            bound = {(a.asname or a.name).split(".")[0] for a in stmt.names}
+            if bound & names:
+                return True
+    return False
 
 
 def in_backend_table(stack: List[ast.AST]) -> bool:

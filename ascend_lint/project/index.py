@@ -1,0 +1,315 @@
+"""The project index: every Python file under the project root, its summary and the model built from them.
+
+One entry point for every face: `ProjectIndex.open(paths, settings)` finds the root, lists the files with
+discovery's excludes, and takes each file's summary from the project store when its bytes are unchanged
+(else a cheap text-only summary, completed later from the linted tree or a parse). `model()` builds the
+model, or loads it from the store when the summaries' *shapes* (everything but line numbers) are those it
+was built from; `view_for(path)` is what the engine hands a file's rules; `refresh(path, text)` replaces
+one file's summary from an editor buffer or stdin.
+
+Stored summaries are read lazily: a run whose files are unchanged reads only the index, the model and
+the summaries of the files it lints.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import replace
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
+
+from .model import MODEL_SCHEMA, ProjectModel, module_id
+from .root import find_project_root
+from .summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, summarize
+from .view import ProjectView
+
+MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files contribute no facts (generated code, data)
+EARLY_COMPLETE = 50  # at most this many changed files are parsed up front to keep a stored model valid
+
+
+class _Summaries:
+    """relpath -> summary, read from the project store on first use."""
+
+    def __init__(self, index: "ProjectIndex") -> None:
+        self.index = index
+        self.loaded: Dict[str, Summary] = {}
+
+    def get(self, rel: Optional[str], default: Any = None) -> Any:
+        if rel is None:
+            return default
+        found = self.loaded.get(rel)
+        if found is None and rel in self.index.hashes and self.index.store is not None:
+            found = self.index.store.summary(self.index.hashes[rel])
+            if found is not None:
+                self.loaded[rel] = found
+        return found if found is not None else default
+
+    def __getitem__(self, rel: str) -> Summary:
+        found = self.get(rel)
+        if found is None:
+            raise KeyError(rel)
+        return found
+
+    def __setitem__(self, rel: str, summary: Summary) -> None:
+        self.loaded[rel] = summary
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self.index.shapes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index.shapes)
+
+    def __len__(self) -> int:
+        return len(self.index.shapes)
+
+    def items(self) -> Iterator:
+        for rel in list(self.index.shapes):
+            yield rel, self[rel]
+
+
+class ProjectIndex:
+    """Summaries of a project's files (relative paths, '/'-separated) and the model built from them."""
+
+    def __init__(self, root: str, settings: Any, store: Any = None) -> None:
+        self.root = os.path.abspath(root)
+        self.settings = settings
+        self.store = store  # a cache.ProjectStore, or None (no cache)
+        self.hashes: Dict[str, str] = {}  # relpath -> content hash ("buffer:..." for editor buffers)
+        self.shapes: Dict[str, Optional[str]] = {}  # relpath -> shape of its summary (None: not computed yet)
+        self.summaries = _Summaries(self)
+        self._model: Optional[ProjectModel] = None
+        self._digest: Optional[str] = None
+
+    @classmethod
+    def open(cls, paths: Sequence[str], settings: Any, cache: bool = True,
+             listed: Optional[Sequence[str]] = None) -> "ProjectIndex":
+        """The index of the project that `paths` belong to (its files listed and summarised). `listed`: the
+        files discovery found for `paths`, reused when `paths` include the root itself (no second walk)."""
+        root = find_project_root(paths, getattr(settings, "config_path", None))
+        store = None
+        if cache:
+            from ..cache import ProjectStore
+
+            store = ProjectStore.open(settings, root)
+        index = cls(root, settings, store)
+        whole = listed is not None and os.path.abspath(getattr(settings, "project_root", "")) == index.root and \
+            any(os.path.isdir(p) and os.path.abspath(p) == index.root for p in paths)
+        index.load(list(listed) if whole else None)
+        return index
+
+    # ----------------------------------------------------------------- files
+    def relpath(self, path: str) -> Optional[str]:
+        """The path of a file relative to the root ('/'-separated), None when it lies outside."""
+        absolute = path if os.path.isabs(path) and os.sep + "." not in path else os.path.abspath(path)
+        prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
+        if not absolute.startswith(prefix):
+            return None
+        rel = absolute[len(prefix):]
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+    def list_files(self) -> List[str]:
+        """Every Python file under the root, with discovery's excludes (symlinked directories not followed)."""
+        from ..discovery import discover
+
+        settings = replace(self.settings, project_root=self.root, force_exclude=False)
+        targets, _missing = discover([self.root], settings)
+        return [t.path for t in targets]
+
+    def load(self, files: Optional[List[str]] = None) -> None:
+        """Summaries of every project file (`files`: the listing, when already known): the stored one when
+        the bytes are unchanged, else one from the text."""
+        files = self.list_files() if files is None else files
+        present = []
+        changed = []
+        for path in files:
+            rel = self.relpath(path)
+            if rel is None:
+                continue
+            present.append(rel)
+            if not self._load_one(path, rel):
+                changed.append((path, rel))
+        if self.store is not None:
+            self.store.forget_missing(present)
+            if changed and len(changed) <= EARLY_COMPLETE:
+                # a few edited files (pre-commit, an editor): parse them now, so their shapes can be compared
+                # with the stored ones and the stored model still serves when only lines moved
+                self.complete(only=[rel for _, rel in changed])
+        self._model = None
+
+    def _load_one(self, path: str, rel: str) -> bool:
+        """Take a file's summary; True when the store had it for these bytes."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        if self.store is not None:
+            found = self.store.stat_entry(rel, st.st_size, st.st_mtime_ns)
+            if found is not None:
+                self.hashes[rel], self.shapes[rel] = found
+                return True
+        raw = _read(path, st)
+        if raw is None:
+            self._set(rel, _empty(), "")
+            return False
+        return self.set_text(rel, raw, None, st)
+
+    def _set(self, rel: str, summary: Summary, sha: str) -> None:
+        self.summaries[rel] = summary
+        self.shapes[rel] = None  # computed when a digest needs it
+        if sha:
+            self.hashes[rel] = sha
+        else:
+            self.hashes.pop(rel, None)
+        self._model = None
+
+    def set_text(self, rel: str, raw: bytes, text: Optional[str], st: Any = None, read_ns: int = 0) -> bool:
+        """A file's summary from its bytes: the stored one for these bytes, else a text-only one.
+        True when the store had it."""
+        sha = hashlib.sha256(raw).hexdigest()
+        stored = self.store.summary(sha) if self.store is not None else None
+        if stored is not None:
+            self._set(rel, stored, sha)
+        else:
+            if text is None:
+                text = _decode(raw)
+            self._set(rel, light_summary(text) if text is not None else _empty(), sha)
+        if self.store is not None and st is not None:
+            self.store.put(rel, st.st_size, st.st_mtime_ns, read_ns or time.time_ns(), sha,
+                           self.summaries.get(rel), self.shape(rel))
+        return stored is not None
+
+    def shape(self, rel: str) -> str:
+        shape = self.shapes.get(rel)
+        if shape is None:
+            shape = self.shapes[rel] = shape_of(self.summaries[rel])
+        return shape
+
+    def update(self, path: str, summary: Optional[Summary], sha: str = "", size: int = 0, mtime_ns: int = 0,
+               read_ns: int = 0) -> None:
+        """A linted file's summary (None: the file does not parse and contributes no facts)."""
+        rel = self.relpath(path)
+        if rel is None:
+            return
+        summary = summary if summary is not None else _empty()
+        if self.summaries.get(rel) != summary:
+            old_shape = self.shapes.get(rel) if self.store is not None else None
+            self.summaries[rel] = summary
+            self.shapes[rel] = None
+            if old_shape is None or self.shape(rel) != old_shape:
+                self._model = None  # (the same shape: only lines moved, the model stands)
+        if sha:
+            self.hashes[rel] = sha
+            if self.store is not None:
+                self.store.put(rel, size, mtime_ns, read_ns, sha, summary, self.shape(rel))
+
+    def refresh(self, path: str, text: str, tree: Any = None) -> None:
+        """Replace one file's summary from a buffer (stdin, an editor, flake8's lines); nothing is stored."""
+        rel = self.relpath(path)
+        if rel is None:
+            return
+        if tree is None:
+            tree = _parse(text)
+        summary = summarize(tree, text) if tree is not None else _empty()
+        if self.summaries.get(rel) != summary:
+            self._set(rel, summary, "buffer:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+
+    def incomplete(self) -> List[str]:
+        """Relative paths whose summary still lacks the facts that need the syntax tree (only summaries made
+        in this run can: stored ones are complete)."""
+        return [rel for rel, s in self.summaries.loaded.items() if s.get("light")]
+
+    def complete(self, skip: Iterable[str] = (), only: Optional[Iterable[str]] = None) -> None:
+        """Parse the files whose summaries still need the tree (not the ones in `skip`: being linted)."""
+        skipped = set(skip)
+        wanted = set(only) if only is not None else None
+        for rel in self.incomplete():
+            if rel in skipped or (wanted is not None and rel not in wanted):
+                continue
+            path = os.path.join(self.root, rel)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            raw = _read(path, st)
+            text = _decode(raw) if raw is not None else None
+            tree = _parse(text) if text is not None else None
+            summary = summarize(tree, text, None, self.summaries.get(rel)) if tree is not None else _empty()
+            self.update(path, summary, hashlib.sha256(raw).hexdigest() if raw is not None else "",
+                        st.st_size, st.st_mtime_ns, time.time_ns())
+
+    # ----------------------------------------------------------------- model
+    def digest(self) -> str:
+        """A digest of everything the model is built from: the summaries' shapes and the settings."""
+        blob = json.dumps([SUMMARY_SCHEMA, MODEL_SCHEMA, sorted((rel, self.shape(rel)) for rel in self.shapes),
+                           getattr(self.settings, "runtime_migration", "auto"),
+                           list(getattr(self.settings, "migrating_modules", []))], default=repr)
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def model(self) -> ProjectModel:
+        """The model of the current summaries (built once per change of shape; loaded from the store when
+        it has a model of these shapes)."""
+        if self._model is not None:
+            return self._model
+        digest = self.digest() if self.store is not None else None
+        tables = self.store.model(digest) if digest is not None else None
+        if tables is not None and tables.get("schema") == MODEL_SCHEMA:
+            self._model = ProjectModel(tables)
+        else:
+            files = {rel: self.summaries[rel] for rel in self.shapes}
+            self._model = ProjectModel.build(files, getattr(self.settings, "runtime_migration", "auto"),
+                                             getattr(self.settings, "migrating_modules", []))
+        self._digest = digest
+        return self._model
+
+    def summary_of(self, rel: str) -> Optional[Summary]:
+        """A file's current summary (the lines of the places that reasons name)."""
+        return self.summaries.get(rel)
+
+    def view_for(self, path: str) -> ProjectView:
+        """What the rules of the file at `path` see of the project."""
+        rel = self.relpath(path)
+        model = self.model()
+        return ProjectView(model, module_id(rel) if rel is not None else None, rel or "", self.summary_of)
+
+    def save(self) -> None:
+        if self.store is not None:
+            model = self.model()
+            complete = not self.incomplete() and not any(h.startswith("buffer:") for h in self.hashes.values())
+            self.store.save(self._digest if complete else None, model.tables() if complete else None)
+
+
+def _empty() -> Summary:
+    return {"schema": SUMMARY_SCHEMA, "light": False, "imports": [], "classes": {}, "defs": {}, "patches": [],
+            "entry": False}
+
+
+def _parse(text: str) -> Any:
+    from ..engine import parse
+    from ..fileio import SourceError
+
+    try:
+        return parse(text, "<project file>")
+    except SourceError:
+        return None
+
+
+def _read(path: str, st: Any) -> Optional[bytes]:
+    import stat as stat_mod
+
+    if not stat_mod.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+        return None  # FIFOs, devices, huge files: no facts (and never a blocking open)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+
+
+def _decode(raw: bytes) -> Optional[str]:
+    from ..fileio import SourceError, decode_source
+
+    try:
+        return decode_source(raw)[0]
+    except SourceError:
+        return None

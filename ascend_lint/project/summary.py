@@ -1,0 +1,678 @@
+"""Per-file summaries: the small, JSON-able facts a file gives the project model.
+
+Two layers, one function each:
+- `light_summary(text)`: from the text alone, with a few regular-expression passes (no parse): imports
+  (function-level ones too), top-level classes with their bases as written and their methods,
+  top-level functions and methods with the project-looking names they call, `X.attr = f` monkey-patches,
+  whether the file is an entry script. Every file of the project gets this, linted or not.
+- `summarize(tree, text, ctx)`: the light summary plus what needs the syntax tree, taken from the tree the
+  engine already parsed: step loops and what they call, precision decisions about the models a file
+  trains, configuration-class defaults. Only the parts of the file whose text can hold such facts are
+  looked at.
+
+A summary is a plain dict (see `SUMMARY_SCHEMA`); the model never sees a tree.
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+import keyword
+import re
+import sys
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from .data import PATCH_REGISTRARS, PRECISION_WORDS, STEP_WORDS
+
+SUMMARY_SCHEMA = 1
+Summary = Dict[str, Any]
+MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
+
+_DOTTED = r"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*"
+# Statement starts worth a look, found with one literal-led pattern (fast in `re`), then read one by one.
+_STMT_START_RE = re.compile(r"\n([ \t]*)(?:import[ \t]|from[ \t]|def[ \t]|async[ \t]+def[ \t]|class[ \t]|if[ \t]+_)")
+_IMPORT_RE = re.compile(r"import[ \t]+([^\n#;]+)")
+_FROM_RE = re.compile(r"from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([^\n#;]+))")
+_DEF_RE = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
+_CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
+_MAIN_RE = re.compile(r"if[ \t]+(?:__name__[ \t]*==[ \t]*['\"]__main__['\"]|['\"]__main__['\"][ \t]*==[ \t]*__name__)")
+# Patterns over the REVERSED text: there they start with a literal, which `re` finds fast.
+_PATCH_REV_RE = re.compile(r"\n[ \t]*([\w.]+)[ \t]*=[ \t]*(\w[\w.]*\.[\w.]*\w)[ \t]*(?=\n)")  # `a.b = f`
+_CALL_REV_RE = re.compile(r"\([ \t]*([\w.]+)")  # `name(`
+_REGISTRAR_RE = re.compile(
+    r"(?:" + "|".join(map(re.escape, PATCH_REGISTRARS)) + r")\(\s*['\"](?P<target>[\w.]+)['\"]\s*,\s*(?P<value>[\w.]+)")
+_NOT_CALLED = frozenset(keyword.kwlist) | {"print", "len", "range", "isinstance", "getattr", "setattr", "hasattr",
+                                          "super", "int", "float", "str", "list", "dict", "tuple", "set", "type"}
+# Top-level modules that are never the project's own code: calls through them are not collected.
+EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {
+    "torch", "torch_npu", "numpy", "mindspore", "apex", "scipy", "einops", "triton", "deepspeed", "megatron",
+    "transformers", "safetensors", "tqdm", "yaml", "PIL", "cv2", "pandas", "sklearn", "matplotlib"}
+_QUOTES = ('"' * 3, "'" * 3)
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+
+
+def _blank_strings(text: str) -> str:
+    """The text with triple-quoted strings (docstrings, templates) emptied, their newlines kept."""
+    double, single = _QUOTES
+    next_double, next_single = text.find(double), text.find(single)
+    if next_double == -1 and next_single == -1:
+        return text
+    pieces: List[str] = []
+    pos = 0
+    find = text.find
+    while True:
+        if next_double != -1 and next_double < pos:
+            next_double = find(double, pos)
+        if next_single != -1 and next_single < pos:
+            next_single = find(single, pos)
+        if next_double == -1 and next_single == -1:
+            break
+        start = next_double if next_single == -1 or (next_double != -1 and next_double < next_single) else next_single
+        end = find(text[start:start + 3], start + 3)
+        if end == -1:
+            break
+        pieces.append(text[pos:start])
+        pieces.append('""' + "\n" * text.count("\n", start, end))  # (an empty string keeps a body a body)
+        pos = end + 3
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def _width(indent: str) -> int:
+    return len(indent.expandtabs(8)) if "\t" in indent else len(indent)
+
+
+_ENDS: Dict[int, "re.Pattern[str]"] = {}
+
+
+def _block_end(masked: str, start: int, width: int) -> int:
+    """Offset where the block whose header line starts at `start` (indented `width`) ends."""
+    pattern = _ENDS.get(width)
+    if pattern is None:  # the next code line indented no deeper than the header (closing brackets excluded)
+        pattern = _ENDS[width] = re.compile(r"\n(?=[ \t]{0,%d}[^ \t\n#)\]}])" % width)
+    newline = masked.find("\n", start + 1)
+    if newline == -1:
+        return len(masked)
+    match = pattern.search(masked, newline)
+    return match.start() if match else len(masked)
+
+
+def _dotted(text: str) -> str:
+    return "".join(text.split())
+
+
+def _names(text: str) -> Iterator[Tuple[str, Optional[str]]]:
+    """(name, asname) of an import's name list."""
+    for part in text.replace("\\", " ").split(","):
+        pieces = part.split()
+        if pieces:
+            yield pieces[0], (pieces[2] if len(pieces) == 3 and pieces[1] == "as" else None)
+
+
+def light_summary(text: str) -> Summary:
+    """Imports, classes, functions and their calls, patches and the entry flag, from the text alone."""
+    masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
+    imports: List[list] = []
+    classes: Dict[str, list] = {}
+    defs: Dict[str, list] = {}  # qualname -> [line, end line, [names it calls]]
+    owners: List[Tuple[int, int, str, int]] = []  # (start, end offset, qualname, line) of functions/methods
+    spans: List[Tuple[int, int]] = []  # every def's (start, end): function-level imports
+    entry = False
+    config_spans: List[Tuple[int, int]] = []  # configuration classes: their defaults are read by a small parse
+    current_class: Optional[Tuple[int, str, int]] = None  # (end offset, name, method indentation or -1)
+    line, pos = 0, 0
+    count = masked.count
+    for m in _STMT_START_RE.finditer(masked):
+        start = m.start() + 1
+        line += count("\n", pos, start)
+        pos = start
+        indent = m.group(1)
+        head = start + len(indent)
+        width = _width(indent)
+        first = masked[head]
+        if current_class is not None and start >= current_class[0]:
+            current_class = None
+        if first == "i" and masked.startswith("import", head):
+            found = _IMPORT_RE.match(masked, head)
+            if found:
+                for module, asname in _names(found.group(1)):
+                    imports.append([module, None, asname, 0, line, start])
+        elif first == "f":
+            found = _FROM_RE.match(masked, head)
+            if found:
+                names = found.group(3) if found.group(3) is not None else found.group(4)
+                for name, asname in _names(names):
+                    imports.append([found.group(2), name, asname, len(found.group(1)), line, start])
+        elif first == "c":
+            found = _CLASS_RE.match(masked, head)
+            if found and width == 0:
+                bases = [_dotted(b) for b in (found.group(2) or "").split(",")
+                         if b.strip() and "=" not in b and re.fullmatch(_DOTTED, b.strip())]
+                classes[found.group(1)] = [line, bases, []]
+                current_class = (_block_end(masked, start, 0), found.group(1), -1)
+                if found.group(1).endswith("Config") or any(b.endswith("Config") for b in bases):
+                    config_spans.append((start, current_class[0]))
+        elif first == "i":
+            entry = entry or (width == 0 and _MAIN_RE.match(masked, head) is not None)
+        else:
+            found = _DEF_RE.match(masked, head)
+            if not found:
+                continue
+            end = _block_end(masked, start, width)
+            spans.append((start, end))
+            name = found.group(1)
+            qual = None
+            if width == 0:
+                qual = name
+            elif current_class is not None and current_class[2] in (-1, width):
+                current_class = (current_class[0], current_class[1], width)
+                qual = f"{current_class[1]}.{name}"
+                classes[current_class[1]][2].append(name)
+            if qual is not None and qual not in defs:
+                owners.append((found.end(), end, qual, line))
+                defs[qual] = [line, line + count("\n", start, end), []]
+    _mark_function_level(imports, spans)
+    known = _known_roots(imports, classes, defs)
+    reverse = (masked + "\n")[::-1]
+    patches = []
+    for m in _PATCH_REV_RE.finditer(reverse):
+        target, value = m.group(2)[::-1], m.group(1)[::-1]
+        if target.split(".", 1)[0] in known and value.split(".", 1)[0] in known and \
+                not target.startswith(("self.", "cls.")) and value[:1].isalpha() or value[:1] == "_":
+            patches.append([target, value, count("\n", 0, len(reverse) - m.start()) + 1])
+    if "register_patch" in masked:
+        for m in _REGISTRAR_RE.finditer(masked):
+            if m.group("value").split(".", 1)[0] in known:
+                patches.append([m.group("target"), m.group("value"), count("\n", 0, m.start())])
+    if owners:
+        _collect_calls(reverse, owners, defs, known)
+    # "light": the syntax tree holds more (step loops, precision decisions): see summarize()
+    deep = any(w in masked for w in STEP_WORDS) or any(w in masked for w in PRECISION_WORDS)
+    summary = {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
+               "defs": defs, "patches": patches, "entry": entry}
+    config = _config_from_text(masked, config_spans)
+    if config:
+        summary["config"] = config
+    return summary
+
+
+_INIT_RE = re.compile(r"\n([ \t]+)def[ \t]+__init__[ \t]*\(")
+_BODY_RE = re.compile(r"\n([ \t]+)\S")
+_FIELD_RE = re.compile(r"\n([ \t]+)(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([^\n#]+?)[ \t]*(?=\n|#)")
+
+
+def _config_from_text(masked: str, spans: List[Tuple[int, int]]) -> Dict[str, Dict[str, Any]]:
+    """Defaults of configuration classes: class fields (`hidden_act: str = "silu"`) and `__init__` defaults,
+    read with a small parse of the signature alone (a few classes per project)."""
+    config: Dict[str, Dict[str, Any]] = {}
+    for start, end in spans:
+        header = masked[start:masked.find("\n", start + 1) if masked.find("\n", start + 1) != -1 else end]
+        name = header.split()[1].split("(")[0].split(":")[0] if len(header.split()) > 1 else ""
+        values: Dict[str, Any] = {}
+        first = _BODY_RE.search(masked, start + 1, end)
+        body_indent = first.group(1) if first else None
+        for m in _FIELD_RE.finditer(masked, start, end):
+            if m.group(1) != body_indent:
+                continue  # an assignment inside a method
+            try:
+                values[m.group(2)] = ast.literal_eval(m.group(3))
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+        init = _INIT_RE.search(masked, start, end)
+        if init is not None:
+            close = masked.find(":\n", init.end())
+            signature = masked[init.start() + 1:close + 1] if close != -1 else ""
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(signature.strip() + " pass")
+                func = tree.body[0]
+                if isinstance(func, ast.FunctionDef):
+                    args = func.args
+                    positional = args.posonlyargs + args.args
+                    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+                    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+                    for arg, default in pairs:
+                        if isinstance(default, ast.Constant):
+                            values[arg.arg] = default.value
+            except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+                pass
+        values = {k: v for k, v in values.items() if isinstance(v, (str, int, float, bool)) or v is None}
+        if values and name:
+            config[name] = values
+    return config
+
+
+def _mark_function_level(imports: List[list], spans: List[Tuple[int, int]]) -> None:
+    """Replace each import's offset (its last field) by whether it lies inside a def."""
+    spans.sort()
+    starts = [s for s, _ in spans]
+    reach: List[int] = []  # the furthest end of the spans up to each index
+    furthest = -1
+    for _, end in spans:
+        furthest = max(furthest, end)
+        reach.append(furthest)
+    for record in imports:
+        i = bisect.bisect_left(starts, record[5]) - 1
+        record[5] = i >= 0 and reach[i] > record[5]
+
+
+def _known_roots(imports: List[list], classes: Dict[str, list], defs: Dict[str, list]) -> set:
+    """Names a call can start with and still reach project code: imports of modules that may be the
+    project's, local functions and classes (`self` is handled apart)."""
+    known = set(classes)
+    known.update(q for q in defs if "." not in q)
+    for module, name, asname, level, _line, _in_func in imports:
+        if not level and module.split(".", 1)[0] in EXTERNAL_ROOTS:
+            continue
+        if asname:
+            known.add(asname)
+        elif name is not None:
+            known.add(name)
+        else:
+            known.add(module.split(".", 1)[0])
+    known.discard("*")
+    return known
+
+
+def _collect_calls(reverse: str, owners: List[Tuple[int, int, str, int]], defs: Dict[str, list],
+                   known: set) -> None:
+    """Record, per function and method, the project-looking names it calls (`reverse`: the text reversed)."""
+    findall = _CALL_REV_RE.findall
+    size = len(reverse)
+    for start, end, qual, _line in owners:
+        names = []
+        for backwards in set(findall(reverse, size - end, size - start)):
+            name = backwards[::-1]
+            if (name.split(".", 1)[0] in known or name.startswith("self.")) and name not in _NOT_CALLED:
+                names.append(name)
+        if names:
+            names.sort()
+            defs[qual][2] = names[:MAX_CALLS]
+
+
+# ----------------------------------------------------------------------------- what needs the tree
+def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summary] = None) -> Summary:
+    """The full summary: the light summary (`light`, computed from `text` when not given) plus step loops,
+    precision decisions and configuration defaults read from `tree`, the tree the engine parsed (`ctx`:
+    its FileContext, when there is one)."""
+    summary = dict(light) if light is not None else light_summary(text)
+    if not summary["light"]:
+        return summary
+    summary["light"] = False
+    if ctx is None:
+        from ..semantic import FileContext  # (semantic imports this package: import it late)
+
+        ctx = FileContext("<summary>", text, tree)
+    lines = text.split("\n")
+    known = _known_roots(summary["imports"], summary["classes"], summary["defs"]) | {"self"}
+    steps: List[list] = []
+    models: List[list] = []
+    amp_calls: List[list] = []
+    for owner, node in _bodies(tree):
+        if owner:
+            segment = "\n".join(lines[node.lineno - 1:node.end_lineno])
+            body = node.body
+        else:  # the module's own statements (functions and classes are bodies of their own)
+            segment = text
+            body = [stmt for stmt in tree.body if not isinstance(stmt, _SCOPES)]
+        if any(w in segment for w in STEP_WORDS):
+            for step in _step_loops(ctx, owner, body):
+                step[2] = {n: line for n, line in step[2].items() if n.split(".", 1)[0] in known}
+                if step[2]:
+                    steps.append(step)
+        if any(w in segment for w in PRECISION_WORDS):
+            Precision(owner, any(w in segment for w in _FP_WORDS), models, amp_calls).scan(body)
+    amp_calls = [c for c in amp_calls if c[0].split(".", 1)[0] in known]
+    if steps:
+        summary["steps"] = steps
+    if models:
+        summary["models"] = models
+    if amp_calls:
+        summary["amp_calls"] = amp_calls
+    return summary
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_BLOCKS = _SCOPES + _LOOPS + (ast.If, ast.With, ast.AsyncWith, ast.Try) + (
+    (ast.TryStar,) if hasattr(ast, "TryStar") else ()) + ((ast.Match,) if hasattr(ast, "Match") else ())
+
+
+def _bodies(tree: ast.Module) -> Iterator[Tuple[str, ast.AST]]:
+    """(owner qualname, node) for the module ('') and every top-level function and method."""
+    yield "", tree
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield stmt.name, stmt
+        elif isinstance(stmt, ast.ClassDef):
+            for item in stmt.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield f"{stmt.name}.{item.name}", item
+
+
+def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body, nested blocks included, nested functions and classes not entered."""
+    todo = list(reversed(body))
+    while todo:
+        stmt = todo.pop()
+        yield stmt
+        if isinstance(stmt, _SCOPES):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, name, None)
+            if block:
+                todo.extend(reversed(block))
+        for handler in getattr(stmt, "handlers", ()) or ():
+            todo.extend(reversed(handler.body))
+        for case in getattr(stmt, "cases", ()) or ():
+            todo.extend(reversed(case.body))
+
+
+def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of a statement that belong to it alone: a compound statement's header, or a simple
+    statement whole (nested bodies are statements of their own in `_statements`)."""
+    if not isinstance(stmt, _BLOCKS):
+        yield from ast.walk(stmt)
+        return
+    if isinstance(stmt, _SCOPES):
+        return
+    for name in ("test", "iter", "target", "subject"):
+        value = getattr(stmt, name, None)
+        if value is not None:
+            yield from ast.walk(value)
+    for item in getattr(stmt, "items", ()) or ():
+        yield from ast.walk(item)
+
+
+def call_text(func: ast.AST) -> Optional[str]:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    parts.append(func.id)
+    return ".".join(reversed(parts))
+
+
+def _is_guard(test: ast.expr) -> bool:
+    """`if step % N == 0` / `if i == 10`: a periodic or one-step guard."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return True
+        if isinstance(node, ast.Compare) and all(isinstance(op, ast.Eq) for op in node.ops):
+            return True
+    return False
+
+
+def _loop_calls(loop: ast.AST) -> Dict[str, int]:
+    """Names called on every pass of a loop body (calls under a periodic or one-step guard excluded)."""
+    calls: Dict[str, int] = {}
+    todo: List[ast.AST] = list(loop.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, ast.If) and _is_guard(node.test):
+            todo.extend(node.orelse)
+            todo.append(node.test)
+            continue
+        if isinstance(node, ast.Call):
+            name = call_text(node.func)
+            if name and name not in _NOT_CALLED and (name not in calls or node.lineno < calls[name]):
+                calls[name] = node.lineno
+        todo.extend(ast.iter_child_nodes(node))
+    return calls
+
+
+def _step_loops(ctx: Any, owner: str, body: Sequence[ast.stmt]) -> Iterator[list]:
+    """[owner, line, {called name: line}] for each step loop of a body (the innermost loop that steps)."""
+    for stmt in _statements(body):
+        if isinstance(stmt, _LOOPS) and ctx.is_step_loop(stmt):
+            yield [owner, stmt.lineno, _loop_calls(stmt)]
+
+
+# ----------------------------------------------------------------------------- precision
+_LOW_DTYPES = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "fp16": "fp16", "bf16": "bf16"}
+_AMP_LEVELS_LOW = ("O1", "O2", "O3", "auto")
+# Any of these in a body: it may set a reduced precision somewhere, so "trained in fp32" is not concluded.
+_FP_WORDS = ("float16", "bfloat16", "fp16", "bf16", "amp_level", "to_float", "mixed_precision", "half",
+             "autocast", "amp.initialize", "auto_mixed_precision", "MixedPrecision", "param_dtype", "add_flags")
+_WRAPPERS = frozenset({"WithLossCell", "DataParallel", "DistributedDataParallel", "DDP"})
+_TRAIN_CELLS = frozenset({"TrainOneStepCell", "TrainOneStepWithLossScaleCell"})
+
+
+def _dtype_of(node: Optional[ast.AST]) -> Optional[str]:
+    """'fp16' / 'bf16' / 'fp32' for a dtype expression (`torch.bfloat16`, `mstype.float16`, 'fp16')."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant):
+        text = node.value if isinstance(node.value, str) else ""
+    else:
+        text = call_text(node) or ""
+    last = text.rsplit(".", 1)[-1].lower()
+    if last in _LOW_DTYPES:
+        return _LOW_DTYPES[last]
+    if last in ("float32", "float", "fp32"):
+        return "fp32"
+    return None
+
+
+def _kw(call: ast.Call, name: str, position: Optional[int] = None) -> Optional[ast.expr]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if position is not None and position < len(call.args):
+        return call.args[position]
+    return None
+
+
+def _last(call: ast.Call) -> str:
+    name = call_text(call.func) or ""
+    return name.rsplit(".", 1)[-1]
+
+
+def _model_class(value: ast.AST) -> Optional[str]:
+    """`Net(...)`, `models.Net(cfg).npu()`: the class constructed (a capitalised name), as written."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            not value.func.attr[:1].isupper() and isinstance(value.func.value, ast.Call):
+        value = value.func.value  # `.npu()`, `.to(device)`, `.half()` chained on the construction
+    if isinstance(value, ast.Call):
+        name = call_text(value.func)
+        if name and name.rsplit(".", 1)[-1][:1].isupper():
+            return name
+    return None
+
+
+def _cast(call: ast.AST) -> Optional[Tuple[str, str]]:
+    """A reduced-precision cast anywhere in a call chain: `Net().half()`, `.to(torch.bfloat16)`,
+    `.to_float(mstype.float16)`; (dtype, how)."""
+    while isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        attr = call.func.attr
+        if attr in ("half", "bfloat16") and not call.args:
+            return _LOW_DTYPES[attr], f"`.{attr}()`"
+        if attr == "to":
+            for arg in list(call.args) + [k.value for k in call.keywords]:
+                dtype = _dtype_of(arg)
+                if dtype in ("fp16", "bf16"):
+                    return dtype, f"`.to({call_text(arg) or dtype})`"
+        if attr == "to_float" and _dtype_of(_kw(call, "dst_type", 0)) in ("fp16", "bf16"):
+            return "fp16", "`.to_float(float16)`"
+        call = call.func.value
+    return None
+
+
+def _level(call: ast.Call, name: str, position: Optional[int]) -> Optional[str]:
+    value = _kw(call, name, position)
+    return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else (
+        None if value is None else "?")
+
+
+class Precision:
+    """Precision decisions of one body about the models it constructs: a model built (`net = Net(...)`)
+    and cast or trained with or without mixed precision; functions called with such a model or under
+    autocast carry that precision (`train(model, loader)`)."""
+
+    def __init__(self, owner: str, maybe_low: bool, models: List[list], amp_calls: List[list]) -> None:
+        self.owner = owner
+        self.maybe_low = maybe_low  # the body mentions reduced precision: never conclude fp32
+        self.models = models
+        self.amp_calls = amp_calls
+        self.classes: Dict[str, str] = {}  # local name -> class constructed, as written
+        self.decided: Dict[str, Tuple[str, str, int]] = {}  # local name -> (dtype, how, line)
+        self.trained: Dict[str, Tuple[int, str]] = {}  # local -> (line, how) of a training wrapper without amp
+
+    def scan(self, body: Sequence[ast.stmt]) -> None:
+        statements = list(_statements(body))
+        for stmt in statements:
+            self._bind(stmt)
+            for node in _expressions(stmt):
+                if isinstance(node, ast.Call):
+                    self._call(node)
+            if isinstance(stmt, (ast.With, ast.AsyncWith)):
+                self._autocast_body(stmt)
+        for stmt in statements if self.decided else ():  # a model passed to a function carries its precision
+            for node in _expressions(stmt):
+                if isinstance(node, ast.Call) and call_text(node.func):
+                    for arg in node.args:
+                        if isinstance(arg, ast.Name) and arg.id in self.decided:
+                            dtype, how, _ = self.decided[arg.id]
+                            self.amp_calls.append([call_text(node.func), dtype, node.lineno, how])
+                            break
+        for local, cls in self.classes.items():
+            if local in self.decided:
+                dtype, how, line = self.decided[local]
+                self.models.append([cls, dtype, line, how, self.owner])
+            elif local in self.trained and not self.maybe_low:
+                line, how = self.trained[local]
+                self.models.append([cls, "fp32", line, how, self.owner])
+
+    def _bind(self, stmt: ast.stmt) -> None:
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+            return
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if len(targets) != 1:
+            return
+        target, value = targets[0], stmt.value
+        if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name) and \
+                isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name):
+            target = target.elts[0]  # `model, opt = amp.initialize(model, opt, ...)`
+            if value.args[0].id in self.classes:
+                self.classes.setdefault(target.id, self.classes[value.args[0].id])
+            return
+        if not isinstance(target, ast.Name):
+            return
+        cls = _model_class(value)
+        if cls is not None:
+            self.classes[target.id] = cls
+        else:  # `model = model.half()`, `net = WithLossCell(net, loss)`: the same model under another name
+            source = self._model_name(value.func.value if isinstance(value, ast.Call) and
+                                      isinstance(value.func, ast.Attribute) else value)
+            if source is None and isinstance(value, ast.Call) and _last(value) in _WRAPPERS and value.args:
+                source = self._model_name(value.args[0])
+            if source is not None and source != target.id:
+                self.classes.setdefault(target.id, self.classes[source])
+                if source in self.decided:
+                    self.decided.setdefault(target.id, self.decided[source])
+        cast = _cast(value)
+        if cast is not None and target.id in self.classes:
+            self._decide(target.id, cast[0], cast[1], stmt.lineno)
+
+    def _model_name(self, expr: Optional[ast.AST]) -> Optional[str]:
+        while isinstance(expr, ast.Call):
+            if _last(expr) in _WRAPPERS and expr.args:
+                expr = expr.args[0]
+            elif isinstance(expr.func, ast.Attribute):
+                expr = expr.func.value
+            else:
+                return None
+        return expr.id if isinstance(expr, ast.Name) and expr.id in self.classes else None
+
+    def _decide(self, local: Optional[str], dtype: str, how: str, line: int) -> None:
+        if local is not None and local not in self.decided:
+            self.decided[local] = (dtype, how, line)
+
+    def _call(self, call: ast.Call) -> None:
+        last = _last(call)
+        first = self._model_name(call.args[0]) if call.args else None
+        if isinstance(call.func, ast.Attribute):
+            receiver = self._model_name(call.func.value)
+            if receiver is not None:
+                cast = _cast(call)
+                if cast is not None:
+                    self._decide(receiver, cast[0], cast[1], call.lineno)
+                elif last == "add_flags_recursive":
+                    flag = _kw(call, "fp16") or _kw(call, "bf16")
+                    if isinstance(flag, ast.Constant) and flag.value:
+                        self._decide(receiver, "fp16", "`add_flags_recursive(fp16=True)`", call.lineno)
+        if first is None:
+            return
+        if last == "initialize" and "amp" in (call_text(call.func) or ""):
+            level = _level(call, "opt_level", None)
+            if level != "O0":
+                self._decide(first, "fp16", f'`amp.initialize(opt_level="{level or "O1"}")`', call.lineno)
+        elif last in ("auto_mixed_precision", "build_train_network"):
+            level = _level(call, "amp_level", 1) if last == "auto_mixed_precision" else _level(call, "level", 3)
+            if level in _AMP_LEVELS_LOW:
+                self._decide(first, "fp16", f'`{last}(..., "{level}")`', call.lineno)
+            elif level in (None, "O0"):
+                self.trained.setdefault(first, (call.lineno, f"`{last}` without mixed precision"))
+        elif last == "Model":
+            level = _level(call, "amp_level", None)
+            if level in _AMP_LEVELS_LOW:
+                self._decide(first, "fp16", f'`Model(..., amp_level="{level}")`', call.lineno)
+            elif level in (None, "O0"):
+                self.trained.setdefault(first, (call.lineno, "`Model(...)` without `amp_level`"))
+        elif last in _TRAIN_CELLS:
+            self.trained.setdefault(first, (call.lineno, f"`{last}` without a cast to float16"))
+        elif last in ("FSDP", "FullyShardedDataParallel", "fully_shard"):
+            policy = _kw(call, "mixed_precision") or _kw(call, "mp_policy")
+            if isinstance(policy, ast.Call):
+                dtype = _dtype_of(_kw(policy, "param_dtype", 0))
+                if dtype in ("fp16", "bf16"):
+                    self._decide(first, dtype, f"`{last}` with `param_dtype` {dtype}", call.lineno)
+
+    def _autocast_body(self, stmt: ast.AST) -> None:
+        dtype = _autocast(stmt)
+        if dtype is None:
+            return
+        for inner in _statements(stmt.body):
+            for node in _expressions(inner):
+                if isinstance(node, ast.Call) and call_text(node.func):
+                    self.amp_calls.append([call_text(node.func), dtype, node.lineno, "`autocast`"])
+
+
+def _autocast(stmt: ast.AST) -> Optional[str]:
+    """The dtype a `with autocast(...)` runs its body in (None: not autocast, or disabled)."""
+    for item in stmt.items:
+        expr = item.context_expr
+        if isinstance(expr, ast.Call) and (call_text(expr.func) or "").endswith("autocast"):
+            enabled = _kw(expr, "enabled")
+            if isinstance(enabled, ast.Constant) and enabled.value is False:
+                return None
+            return _dtype_of(_kw(expr, "dtype")) or "fp16"
+    return None
+
+
+# ----------------------------------------------------------------------------- shape
+def shape_of(summary: Summary) -> str:
+    """A digest of everything in a summary but its line numbers: an edit that only moves lines keeps the
+    shape, and the project model (whose reasons hold places, not lines) stays valid."""
+    import hashlib
+    import json
+
+    shape = {
+        "light": summary.get("light"), "entry": summary.get("entry"),
+        "imports": [r[:4] + r[5:] for r in summary.get("imports", ())],
+        "classes": {k: v[1:] for k, v in summary.get("classes", {}).items()},
+        "defs": {k: v[2] for k, v in summary.get("defs", {}).items()},
+        "patches": [r[:2] for r in summary.get("patches", ())],
+        "steps": [[r[0], sorted(r[2])] for r in summary.get("steps", ())],
+        "models": [r[:2] + r[3:] for r in summary.get("models", ())],
+        "amp_calls": [r[:2] + r[3:] for r in summary.get("amp_calls", ())],
+        "config": summary.get("config", {}),
+    }
+    blob = json.dumps(shape, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha1(blob.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,183 @@
+"""Benchmark the project model (issue 12): what it costs on top of the linter, as a user runs it.
+
+    python bench/project.py [--tree DIR] [--big DIR] [--repeat N]
+
+Prints, for `--tree` (default: this repository; the figures in docs/performance.md name the tree used):
+  cold    one process, -j 1, no cache: the project model (index of every file, provisional model, lint,
+          final model, re-lint of changed answers) vs the same run without it (rules see only their file);
+          target <= 1.15x;
+  changed a run with a warm cache where one file changed (a comment appended to the largest file) vs the
+          cold run with the model; target <= 0.1x;
+and for `--big` (a ~20,000-file tree): the pre-commit case, 5 named files with a warm index, target < 1 s
+(the 5 files unchanged since the last run, and the same 5 files just edited).
+Each figure is the median of `--repeat` runs, configurations interleaved, each run a fresh process; wall and
+CPU (user+sys of the child) are both shown. Another workload on the machine makes wall times noisy: compare
+the CPU column, and read the spread. This is a script, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Sequence
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHILD = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+mode, root, cache_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+paths = sys.argv[4:] or [root]
+from ascend_lint.config import load_settings
+from ascend_lint.discovery import discover
+from ascend_lint.engine import Linter, NoProject
+from ascend_lint.registry import load_registry, select_rules
+from ascend_lint.runner import lint_targets
+os.chdir(root)
+settings = load_settings(None, True, root)
+if cache_dir != "-":
+    settings = settings.override(cache_dir=cache_dir)
+registry = load_registry()
+rules, _ = select_rules(registry, settings)
+targets, _ = discover(paths, settings)
+cache = index = None
+if mode == "baseline":
+    linter = Linter(rules, settings, project=NoProject())
+    if cache_dir != "-":
+        from ascend_lint.cache import ResultCache
+        cache = ResultCache.open(settings, rules, registry.fingerprint())
+else:
+    from ascend_lint.project.index import ProjectIndex
+    linter = Linter(rules, settings)
+    index = ProjectIndex.open(paths, settings, cache=cache_dir != "-", listed=[t.path for t in targets])
+    if cache_dir != "-":
+        from ascend_lint.cache import ResultCache
+        cache = ResultCache.open(settings, rules, registry.fingerprint(), project=True)
+results = lint_targets(linter, targets, 1, cache=cache, keep_sources=False, index=index)
+print(json.dumps({"wall": time.perf_counter() - t0, "files": len(targets),
+                  "findings": sum(len(r.findings) for r in results)}))
+"""
+
+
+def run(mode: str, root: str, cache_dir: str, paths: Sequence[str] = ()) -> Dict[str, float]:
+    """One fresh process; wall from inside it (imports included), CPU of the child from the OS."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", CHILD, mode, root, cache_dir, *paths], capture_output=True,
+                          text=True, cwd=HERE)
+    outer = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    data["outer"] = outer
+    data["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return data
+
+
+def median(rows: List[Dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def spread(rows: List[Dict[str, float]], key: str) -> str:
+    values = [r[key] for r in rows]
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def largest_file(root: str) -> str:
+    best, size = "", -1
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                if os.path.getsize(path) > size:
+                    best, size = path, os.path.getsize(path)
+    return best
+
+
+def bench_tree(tree: str, repeat: int) -> None:
+    work = tempfile.mkdtemp(prefix="ascend-bench-")
+    try:
+        copy = os.path.join(work, "tree")
+        shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", ".ascend_lint_cache"))
+        rows: Dict[str, List[Dict[str, float]]] = {"baseline": [], "model": [], "changed": [], "changed0": []}
+        target = largest_file(copy)
+        for i in range(repeat):
+            rows["baseline"].append(run("baseline", copy, "-"))
+            rows["model"].append(run("model", copy, "-"))
+            cache = os.path.join(work, f"cache{i}")
+            run("model", copy, cache)  # fills the cache
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(f"# bench edit {i}\n")
+            rows["changed"].append(run("model", copy, cache))
+            plain = os.path.join(work, f"plain{i}")
+            run("baseline", copy, plain)
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(f"# bench edit {i} again\n")
+            rows["changed0"].append(run("baseline", copy, plain))
+        base, model, changed = (median(rows[k], "cpu") for k in ("baseline", "model", "changed"))
+        wall_base, wall_model, wall_changed = (median(rows[k], "wall") for k in ("baseline", "model", "changed"))
+        files = rows["model"][0]["files"]
+        print(f"tree: {tree} ({files} files), {repeat} interleaved runs, medians (spread min-max)")
+        print(f"  cold -j1, no model    cpu {base:7.2f} s ({spread(rows['baseline'], 'cpu')})   wall {wall_base:7.2f} s")
+        print(f"  cold -j1, with model  cpu {model:7.2f} s ({spread(rows['model'], 'cpu')})   wall {wall_model:7.2f} s"
+              f"   ratio cpu {model / base:.3f}x, wall {wall_model / wall_base:.3f}x  (target <= 1.15x)")
+        print(f"  one file changed      cpu {changed:7.2f} s ({spread(rows['changed'], 'cpu')})   wall {wall_changed:7.2f} s"
+              f"   vs cold with model: cpu {changed / model:.3f}x, wall {wall_changed / wall_model:.3f}x  (target <= 0.1x)")
+        changed0 = median(rows["changed0"], "cpu")
+        print(f"  one file changed, no model: cpu {changed0:7.2f} s ({spread(rows['changed0'], 'cpu')})"
+              f"   ({changed0 / base:.3f}x the cold run without the model: start-up, discovery and that file)")
+        same = {r["findings"] for r in rows["baseline"]}, {r["findings"] for r in rows["model"]}
+        print(f"  findings: without model {sorted(same[0])}, with model {sorted(same[1])}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def bench_precommit(source: str, repeat: int) -> None:
+    work = tempfile.mkdtemp(prefix="ascend-bench-")
+    try:
+        big = os.path.join(work, "tree")
+        shutil.copytree(source, big, symlinks=True, ignore=shutil.ignore_patterns(".git", ".ascend_lint_cache"))
+        cache = os.path.join(work, "cache")
+        files = []
+        for directory, dirs, names in os.walk(big):
+            dirs.sort()
+            files.extend(os.path.join(directory, n) for n in sorted(names) if n.endswith(".py"))
+        picks = [files[(i * len(files)) // 5] for i in range(5)]
+        start = time.perf_counter()
+        warm = run("model", big, cache)  # the first run indexes the tree
+        print(f"pre-commit: {source} ({warm['files']} files); indexing run {time.perf_counter() - start:.1f} s")
+        rows = {"unchanged": [], "edited": []}
+        for _ in range(repeat):
+            rows["unchanged"].append(run("model", big, cache, picks))
+            for path in picks:
+                with open(path, "ab") as handle:
+                    handle.write(f"\n# bench edit {time.time_ns()}\n".encode())
+            rows["edited"].append(run("model", big, cache, picks))
+        for key, label in (("unchanged", "5 files, unchanged"), ("edited", "5 files, just edited")):
+            print(f"  {label:20s} wall {median(rows[key], 'outer'):.2f} s ({spread(rows[key], 'outer')}) "
+                  f"cpu {median(rows[key], 'cpu'):.2f} s   (target < 1 s)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: Sequence[str] = ()) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", default=os.path.dirname(HERE))
+    parser.add_argument("--big", help="a ~20,000-file tree for the pre-commit case (copied; the copy is edited)")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(list(argv) or None)
+    bench_tree(args.tree, args.repeat)
+    if args.big:
+        bench_precommit(args.big, args.repeat)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,400 @@
+"""`.contiguous()` after a view op: which pattern it is, shared by ASC101 (the actionable patterns) and
+ASC102 (the other layout copies).
+
+A `.contiguous()` after `transpose`/`permute`/`chunk`/... is classified by what produced the view and by
+what consumes the copy:
+- channel shuffle: `transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D grouped view (ShuffleNet);
+- matmul operand: a last-two-dims transpose whose copy only feeds matmuls (the NPU matmul reads a
+  transposed operand as it is, with its transpose flag);
+- attention layout: the head transpose (`transpose(1, 2)`, `permute(0, 2, 1, 3)`) in attention code;
+- layout copy / pieces: everything else (the copy may well be needed by the consumer);
+and is silent (None) where the copy is needed or costs nothing: pieces along dim 0, a copy that feeds a
+custom kernel, a collective or a raw pointer, a copy guarded by `is_contiguous()`, set-up in `__init__`,
+and eager fallbacks written beside a fused path (`torch_*`/`eager_*`/`*_fallback` functions).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import ClassVar, Dict, List, Optional, Tuple
+
+from ascend_lint.rule import Rule
+from ascend_lint.semantic import FileContext, argument, constant
+
+VIEW_OPS = frozenset({
+    "transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "chunk", "split", "tensor_split",
+    "unbind", "narrow", "expand",
+})
+VIEW_ATTRS = frozenset({"T", "mT"})
+LAYOUT_OPS = frozenset({"transpose", "permute", "t", "T", "mT", "swapaxes", "swapdims", "movedim"})
+PIECE_OPS = frozenset({"chunk", "split", "tensor_split", "unbind"})
+# Pieces along dim 0 are contiguous already: (op -> positional index of dim in the method form)
+SPLIT_DIM = {"chunk": 1, "split": 1, "tensor_split": 1, "unbind": 0, "narrow": 0}
+MATMUL_FUNCS = frozenset({"torch.matmul", "torch.bmm", "torch.mm", "torch.baddbmm", "torch.addmm", "torch.addbmm",
+                          "torch.nn.functional.linear"})
+MATMUL_METHODS = frozenset({"matmul", "bmm", "mm"})
+# Consumers that need contiguous memory: custom kernels, collectives, raw pointers.
+KERNEL_CALL_RE = re.compile(
+    r"^npu_|all_to_all|alltoall|all_gather|allgather|reduce_scatter|all_reduce|allreduce|(?:^|_)a2a(?:_|$)"
+    r"|^broadcast$|^i?send$|^i?recv$|scatter_to|gather_from|^data_ptr$|^numpy$|^storage$|^untyped_storage$"
+    r"|^apply$|_kernel$|^kernel")
+FUSED_ATTENTION_RE = re.compile(r"scaled_dot_product_attention|fusion_attention|flash_attn|flash_attention")
+ATTENTION_NAME_RE = re.compile(r"attention|attn", re.IGNORECASE)
+EAGER_FALLBACK_RE = re.compile(
+    r"^_*(?:torch|eager|naive|native|reference|ref|slow|math|python|pytorch)_|_(?:eager|naive|native|reference|ref"
+    r"|fallback|slow|math|torch|python|pytorch)(?:_|$)|fallback", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class LayoutCopy:
+    """A `.contiguous()` after a view op and the pattern it belongs to."""
+
+    op: str  # the view op: 'transpose', 'permute', 'chunk', 'T', ...
+    pattern: str  # 'channel-shuffle' | 'matmul-operand' | 'attention-layout' | 'layout-copy' | 'pieces'
+
+
+class LayoutCopyRule(Rule):
+    """A rule that reports some of the `.contiguous()` patterns: `patterns` maps each pattern it reports to
+    the message fields of its advice."""
+
+    patterns: ClassVar[Dict[str, Dict[str, str]]] = {}
+
+    def __init__(self, ctx: FileContext, options=None) -> None:
+        super().__init__(ctx, options)
+        self.layout = LayoutClassifier(ctx)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        found = self.layout.classify(node)
+        if found is not None and found.pattern in self.patterns:
+            self.report(node, op=found.op, **self.patterns[found.pattern])
+
+
+class LayoutClassifier:
+    """Classifies `.contiguous()` calls of one file (one instance per rule instance; caches per function)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._attention: Dict[int, bool] = {}
+        self._parents: Dict[int, Dict[int, ast.AST]] = {}
+
+    def classify(self, node: ast.Call) -> Optional[LayoutCopy]:
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "contiguous" and not node.args and not node.keywords):
+            return None
+        producer = self._producer(func.value)
+        if producer is None:
+            return None
+        op = self._view_op(producer)
+        if op is None or (op in SPLIT_DIM and self._along_dim0(producer, op)):
+            return None
+        if self._needed_or_free(node):
+            return None
+        uses = self._uses(node)
+        kinds = [self._use_kind(value, parents) for value, parents in uses]
+        if "kernel" in kinds:
+            return None
+        tensor, rest = self._args(producer)
+        dims = self._ints(rest)
+        rank = self._rank(tensor, producer)
+        if op in ("transpose", "permute") and self._channel_shuffle(op, dims, rank, uses):
+            return LayoutCopy(op, "channel-shuffle")
+        inner = self._value_at(tensor, producer) if isinstance(tensor, ast.Name) else tensor
+        if kinds and all(k in ("matmul", "bmm", "mm") for k in kinds) and self._view_op(inner) is None \
+                and self._last_two_swap(op, dims, rank, set(kinds)):
+            return LayoutCopy(op, "matmul-operand")
+        if op in ("transpose", "permute") and rank in (None, 4) and "bmm" not in kinds and "mm" not in kinds \
+                and self._head_swap(op, dims) and self._in_attention():
+            return LayoutCopy(op, "attention-layout")
+        return LayoutCopy(op, "pieces" if op in PIECE_OPS or op == "narrow" else "layout-copy")
+
+    # ------------------------------------------------------------------------------ producer
+    def _producer(self, receiver: ast.expr) -> Optional[ast.AST]:
+        """The view op call behind the receiver: chained, through local names, pieces of a local list, or
+        the loop variable of `for piece in x.chunk(...)`."""
+        for _ in range(4):
+            if isinstance(receiver, ast.Subscript):
+                receiver = receiver.value
+            elif isinstance(receiver, ast.Name):
+                bound = self.ctx.binding(receiver.id)
+                if bound is None or bound.value is None:
+                    return self._loop_source(receiver.id)
+                receiver = bound.value
+            else:
+                return receiver
+        return receiver
+
+    def _loop_source(self, name: str) -> Optional[ast.AST]:
+        """`for m in x.chunk(n, 1):` / `for i, m in enumerate(x.split(k, 1)):` -> the chunk/split call."""
+        for loop in reversed(self.ctx.loops):
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            target, source = loop.target, loop.iter
+            if (isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "enumerate"
+                    and source.args and isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                target, source = target.elts[1], source.args[0]
+            if isinstance(target, ast.Name) and target.id == name:
+                return source if self._view_op(source) in PIECE_OPS else None
+        return None
+
+    def _view_op(self, node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.Attribute) and node.attr in VIEW_ATTRS:
+            return node.attr
+        if not isinstance(node, ast.Call):
+            return None
+        func = node.func
+        qual = self.ctx.qualname(func)
+        if qual and qual.startswith("torch.") and qual[6:] in VIEW_OPS:
+            return qual[6:]
+        if isinstance(func, ast.Attribute) and func.attr in VIEW_OPS and qual is None:
+            return func.attr
+        return None
+
+    def _args(self, call: ast.AST) -> Tuple[Optional[ast.expr], List[ast.expr]]:
+        """(the tensor, the remaining positional arguments) of a view op, method or `torch.` form."""
+        if not isinstance(call, ast.Call):
+            return (call.value if isinstance(call, ast.Attribute) else None), []
+        if self.ctx.qualname(call.func) is not None:
+            return (call.args[0] if call.args else None), list(call.args[1:])
+        return (call.func.value if isinstance(call.func, ast.Attribute) else None), list(call.args)
+
+    def _ints(self, nodes: List[ast.expr]) -> Optional[List[int]]:
+        if len(nodes) == 1 and isinstance(nodes[0], (ast.Tuple, ast.List)):
+            nodes = list(nodes[0].elts)
+        values = [constant(n) for n in nodes]
+        return values if all(isinstance(v, int) and not isinstance(v, bool) for v in values) else None
+
+    def _along_dim0(self, call: ast.AST, op: str) -> bool:
+        function_form = self.ctx.qualname(call.func) is not None  # torch.chunk(x, 2, 0): one more arg
+        pos = SPLIT_DIM[op] + (1 if function_form else 0)
+        dim = argument(call, "dim", pos)
+        if dim is None:
+            return op != "narrow"
+        return self._may_be_zero(dim)
+
+    def _may_be_zero(self, dim: ast.expr, depth: int = 0) -> bool:
+        """The dim is 0, or may be (`seq_dim = 2 if x.ndim == 4 else 0`): the pieces may be contiguous."""
+        if constant(dim) == 0 or self.ctx.int_value(dim) == 0:
+            return True
+        if isinstance(dim, ast.IfExp) and depth < 3:
+            return self._may_be_zero(dim.body, depth + 1) or self._may_be_zero(dim.orelse, depth + 1)
+        if isinstance(dim, ast.Name) and depth < 3:
+            bound = self.ctx.binding(dim.id)
+            if bound is not None and bound.value is not None and bound.index is None:
+                return self._may_be_zero(bound.value, depth + 1)
+        return False
+
+    # ------------------------------------------------------------------------------ patterns
+    def _channel_shuffle(self, op: str, dims: Optional[List[int]], rank: Optional[int],
+                         uses: List[Tuple[ast.AST, Dict[int, ast.AST]]]) -> bool:
+        """`transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D `view`/`reshape` (the groups split out),
+        flattened back to 4-D."""
+        if rank != 5 or dims is None or (op == "transpose" and sorted(dims) != [1, 2]) or (
+                op == "permute" and dims != [0, 2, 1, 3, 4]):
+            return False
+        for value, parents in uses:
+            parent = parents.get(id(value))
+            call = parents.get(id(parent)) if isinstance(parent, ast.Attribute) else None
+            if isinstance(call, ast.Call) and parent.attr in ("view", "reshape") and _shape_len(call) == 4:
+                return True
+        return False
+
+    def _rank(self, tensor: Optional[ast.expr], at: ast.AST) -> Optional[int]:
+        """The rank of `tensor` when it comes from a `view`/`reshape` with a literal number of dims."""
+        source = tensor if isinstance(tensor, ast.Call) else self._value_at(tensor, at)
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) \
+                and source.func.attr in ("view", "reshape"):
+            return _shape_len(source)
+        return None
+
+    def _value_at(self, expr: Optional[ast.expr], at: ast.AST) -> Optional[ast.expr]:
+        """Follow local names to the value they held where `at` starts (`x = x.view(...)` chains)."""
+        for _ in range(4):
+            if not isinstance(expr, ast.Name):
+                break
+            bound = self.ctx.binding_before(expr.id, at)
+            if bound is None or bound.value is None or bound.index is not None:
+                return None
+            expr, at = bound.value, bound.value
+        return expr
+
+    @staticmethod
+    def _last_two_swap(op: str, dims: Optional[List[int]], rank: Optional[int], kinds: set) -> bool:
+        """A transpose of the last two dims, which the NPU matmul takes as it is (`bmm` operands are 3-D,
+        `mm` operands 2-D)."""
+        if op in ("t", "T", "mT"):
+            return True
+        if dims is None:
+            return False
+        if kinds == {"bmm"}:
+            rank = rank or 3
+        elif kinds == {"mm"}:
+            rank = rank or 2
+        if op in ("transpose", "swapaxes", "swapdims") and len(dims) == 2:
+            last_two = {rank - 2, rank - 1} if rank else set()
+            return sorted(dims) == [-2, -1] or set(dims) == last_two
+        if op == "permute":
+            n = len(dims)
+            return n >= 2 and dims == list(range(n - 2)) + [n - 1, n - 2]
+        return False
+
+    @staticmethod
+    def _head_swap(op: str, dims: Optional[List[int]]) -> bool:
+        """(B, S, N, D) <-> (B, N, S, D): `transpose(1, 2)` or `permute(0, 2, 1, 3)`."""
+        if dims is None:
+            return False
+        return sorted(dims) == [1, 2] if op == "transpose" else dims == [0, 2, 1, 3]
+
+    def _in_attention(self) -> bool:
+        """In attention code: the function or its class is named for it, or it computes one."""
+        func = self.ctx.function
+        if func is None:
+            return False
+        cls = self.ctx.class_scope
+        if ATTENTION_NAME_RE.search(func.name) or (cls is not None and ATTENTION_NAME_RE.search(cls.name)):
+            return True
+        key = id(func.node)
+        if key not in self._attention:
+            names = {_callee_name(n) or "" for n in ast.walk(func.node) if isinstance(n, ast.Call)}
+            matmul = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult) for n in ast.walk(func.node)) \
+                or bool(names & {"matmul", "bmm", "baddbmm", "einsum"})
+            self._attention[key] = any(FUSED_ATTENTION_RE.search(n) for n in names) or (
+                matmul and any(n.endswith("softmax") and "log_softmax" not in n for n in names))
+        return self._attention[key]
+
+    # ------------------------------------------------------------------------------ silent cases
+    def _needed_or_free(self, node: ast.Call) -> bool:
+        """Set-up code, an eager fallback beside a fused path, or a copy guarded by `is_contiguous()`."""
+        ctx = self.ctx
+        if any(s.kind == "function" and (s.name == "__init__" or EAGER_FALLBACK_RE.search(s.name))
+               for s in ctx.scopes):
+            return True
+        for ancestor in reversed(ctx.stack[:-1]):
+            if isinstance(ancestor, ast.stmt):
+                break
+            if isinstance(ancestor, ast.IfExp) and "is_contiguous" in {
+                    n.attr for n in ast.walk(ancestor.test) if isinstance(n, ast.Attribute)}:
+                return True
+        return self._beside_fused_path()
+
+    def _beside_fused_path(self) -> bool:
+        """The eager branch of `if <fused available>: fused(...) else: <eager>` (or after an `if ...: return
+        fused(...)`): on the NPU the fused op runs instead."""
+        ctx = self.ctx
+        func = ctx.function
+        for if_node, in_else in ctx.ifs:
+            if func is not None and not _inside(func.node, if_node):
+                continue
+            if self._calls_fused(if_node.body if in_else else if_node.orelse):
+                return True
+        stack = ctx.stack
+        for parent, child in zip(stack, stack[1:]):
+            if not isinstance(child, ast.stmt):
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(parent, name, None)
+                if isinstance(block, list) and child in block:
+                    for earlier in block[:block.index(child)]:
+                        if isinstance(earlier, ast.If) and any(isinstance(n, ast.Return) for n in earlier.body) \
+                                and self._calls_fused(earlier.body):
+                            return True
+        return False
+
+    def _calls_fused(self, stmts: List[ast.stmt]) -> bool:
+        for stmt in stmts:
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Call):
+                    name = _callee_name(n) or ""
+                    qual = self.ctx.qualname(n.func) or ""
+                    if qual.startswith("torch_npu.") or name.startswith("npu_") or "fused" in name.lower() \
+                            or FUSED_ATTENTION_RE.search(name):
+                        return True
+        return False
+
+    def _uses(self, node: ast.Call) -> List[Tuple[ast.AST, Dict[int, ast.AST]]]:
+        """Where the copy flows: (the value, a parent map to read its consumer) per use; through `a if c
+        else b` and a local name bound to it (its later loads in the function)."""
+        stack = self.ctx.stack
+        parents = {id(c): p for p in stack for c in ast.iter_child_nodes(p)}
+        value: ast.AST = node
+        parent = parents.get(id(value))
+        while isinstance(parent, ast.IfExp) and value is not parent.test:
+            value, parent = parent, parents.get(id(parent))
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is value:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                return self._later_uses(targets[0].id, parent)
+            return []
+        return [] if parent is None else [(value, parents)]
+
+    def _later_uses(self, name: str, stmt: ast.stmt) -> List[Tuple[ast.Name, Dict[int, ast.AST]]]:
+        """Loads of `name` after `stmt` in the enclosing function, up to its next assignment."""
+        func = self.ctx.function
+        root = func.node if func is not None else self.ctx.tree
+        key = id(root)
+        if key not in self._parents:
+            self._parents[key] = {id(c): p for p in ast.walk(root) for c in ast.iter_child_nodes(p)}
+        parents = self._parents[key]
+        end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+        names = sorted((n for n in ast.walk(root) if isinstance(n, ast.Name) and n.id == name
+                        and (n.lineno, n.col_offset) >= end), key=lambda n: (n.lineno, n.col_offset))
+        uses = []
+        for n in names:
+            if isinstance(n.ctx, ast.Load):
+                uses.append((n, parents))
+                continue
+            rebinding = n  # `x = f(x)`: the loads in the statement that rebinds the name still use it
+            while rebinding is not None and not isinstance(rebinding, ast.stmt):
+                rebinding = parents.get(id(rebinding))
+            if rebinding is not None:
+                uses += [(m, parents) for m in ast.walk(rebinding) if isinstance(m, ast.Name) and m.id == name
+                         and isinstance(m.ctx, ast.Load) and all(m is not u for u, _ in uses)]
+            break
+        return uses
+
+    def _use_kind(self, value: ast.AST, parents: Dict[int, ast.AST]) -> str:
+        parent = parents.get(id(value))
+        if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.MatMult):
+            return "matmul"
+        if isinstance(parent, ast.keyword):
+            parent = parents.get(id(parent))
+        if isinstance(parent, ast.Call) and value is not parent.func:
+            if isinstance(parent.func, ast.Subscript):  # triton: kernel[grid](x, ...)
+                return "kernel"
+            qual = self.ctx.qualname(parent.func) or ""
+            name = _callee_name(parent) or ""
+            if qual in MATMUL_FUNCS or (isinstance(parent.func, ast.Attribute) and name in MATMUL_METHODS):
+                return {"bmm": "bmm", "baddbmm": "bmm", "addbmm": "bmm", "mm": "mm", "addmm": "mm"}.get(name, "matmul")
+            if qual.startswith(("torch.ops.", "torch_npu.")) or "._C." in qual or qual.endswith("._C") \
+                    or KERNEL_CALL_RE.search(name):
+                return "kernel"
+            return "other"
+        if isinstance(parent, ast.Attribute):
+            if parent.attr in MATMUL_METHODS:
+                return {"bmm": "bmm", "mm": "mm"}.get(parent.attr, "matmul")
+            if KERNEL_CALL_RE.search(parent.attr):
+                return "kernel"
+        return "other"
+
+
+def _inside(outer: ast.AST, inner: ast.AST) -> bool:
+    return outer.lineno <= inner.lineno and (inner.end_lineno or 0) <= (outer.end_lineno or 0)
+
+
+def _shape_len(call: ast.Call) -> Optional[int]:
+    """How many dims `x.view(a, b, c)` / `x.reshape((a, b, c))` gives, if it says."""
+    args = call.args
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        args = args[0].elts
+    if not args or any(isinstance(a, ast.Starred) for a in args):
+        return None
+    return len(args)
+
+
+def _callee_name(call: ast.Call) -> Optional[str]:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None

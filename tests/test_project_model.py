@@ -1,0 +1,302 @@
+"""The project model through every face: multi-file fixture projects (tests/fixtures/projects/*, one per
+class of fact that lives in another file), each flagged or silent as its `# expect: CODE` comments say,
+through the CLI on the directory, the CLI on a file list and on one file at a time, the flake8 plugin,
+stdin and --fix; the cache (warm runs reuse, an edit in one file changes another file's findings)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Counter as CounterT, List, Tuple
+
+import pytest
+
+from ascend_lint.cli import main
+from ascend_lint.engine import Linter
+
+FIXTURES = Path(__file__).parent / "fixtures" / "projects"
+PROJECTS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+EXPECT_RE = re.compile(r"#\s*expect:\s*([A-Z0-9,\s]+)$")
+Key = Tuple[str, int, str]  # (path relative to the project, line, code)
+
+
+def expected(root: Path) -> CounterT[Key]:
+    found: CounterT[Key] = Counter()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            match = EXPECT_RE.search(line)
+            if match:
+                for code in re.split(r"[,\s]+", match.group(1).strip()):
+                    found[(rel, number, code)] += 1
+    return found
+
+
+def copy_project(name: str, tmp_path: Path) -> Path:
+    root = tmp_path / name
+    shutil.copytree(FIXTURES / name, root)
+    return root
+
+
+def cli(root: Path, *args: str, monkeypatch, capsys) -> CounterT[Key]:
+    """Findings of `ascend-lint check --output-format json ARGS` run in `root`."""
+    monkeypatch.chdir(root)
+    capsys.readouterr()
+    code = main(["check", "--output-format", "json", "--exit-zero", *args])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return Counter((os.path.relpath(f["filename"], root).replace(os.sep, "/"), f["location"]["row"], f["code"])
+                   for f in json.loads(out))
+
+
+def python_files(root: Path) -> List[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py") if ".ascend_lint_cache" not in p.parts)
+
+
+# ----------------------------------------------------------------------------- every class, every face
+@pytest.mark.parametrize("name", PROJECTS)
+def test_cli_on_the_directory(name, tmp_path, monkeypatch, capsys):
+    root = copy_project(name, tmp_path)
+    assert cli(root, "--no-cache", ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
+    # with the cache: a cold run then a warm run give the same findings
+    assert cli(root, ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
+    assert cli(root, ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_cli_on_a_file_list_and_on_one_file(name, tmp_path, monkeypatch, capsys):
+    root = copy_project(name, tmp_path)
+    files = python_files(root)
+    assert cli(root, *files, monkeypatch=monkeypatch, capsys=capsys) == expected(root)  # pre-commit style
+    one_at_a_time: CounterT[Key] = Counter()
+    for path in files:  # an editor or pre-commit with one staged file: the rest of the project still counts
+        found = cli(root, "--no-cache", path, monkeypatch=monkeypatch, capsys=capsys)
+        assert {key[0] for key in found} <= {path}  # findings only for the file asked
+        one_at_a_time += found
+    assert one_at_a_time == expected(root)
+
+
+flake8_available = pytest.mark.skipif(
+    subprocess.run([sys.executable, "-m", "flake8", "--version"], capture_output=True).returncode != 0,
+    reason="flake8 is not installed")
+
+
+def flake8(root: Path, *paths: str) -> CounterT[Key]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLAKE8")}
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "ASC", "-j", "1", *paths], cwd=root,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    found: CounterT[Key] = Counter()
+    for line in proc.stdout.splitlines():
+        path, number, _col, rest = line.split(":", 3)
+        found[(os.path.normpath(path).replace(os.sep, "/"), int(number), rest.split()[0])] += 1
+    return found
+
+
+@flake8_available
+@pytest.mark.parametrize("name", PROJECTS)
+def test_flake8_plugin(name, tmp_path):
+    root = copy_project(name, tmp_path)
+    assert flake8(root, ".") == expected(root)
+    files = [k[0] for k in expected(root)] or python_files(root)[:1]
+    target = sorted(files)[0]
+    assert flake8(root, target) == Counter({k: v for k, v in expected(root).items() if k[0] == target})
+
+
+# ----------------------------------------------------------------------------- stdin and --fix
+def run_stdin(root: Path, path: str, text: str, monkeypatch, capsys, *extra: str) -> str:
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8"))))
+    capsys.readouterr()
+    main(["check", "--output-format", "concise", "--exit-zero", *extra, "-", "--stdin-filename", path])
+    return capsys.readouterr().out
+
+
+def test_stdin_gets_the_facts_of_the_other_files(tmp_path, monkeypatch, capsys):
+    root = copy_project("step_helper", tmp_path)
+    text = (root / "utils.py").read_text()
+    out = run_stdin(root, "utils.py", text, monkeypatch, capsys)
+    assert "utils.py:10:5: ASC202" in out and "the step loop in `train.py:8` calls it" in out
+    # the buffer replaces the file on disk: a helper only the buffer has is not hot
+    out = run_stdin(root, "utils.py", text.replace("def sync_all", "def sync_all_renamed"), monkeypatch, capsys)
+    assert "ASC202" not in out
+    # a buffer for train.py that no longer calls the helper: train.py's own findings only
+    out = run_stdin(root, "train.py", (root / "train.py").read_text(), monkeypatch, capsys)
+    assert "utils.py" not in out and "train.py:10:9: ASC304" in out
+
+
+def test_fix_does_not_touch_modules_migrated_by_their_entry(tmp_path, monkeypatch, capsys):
+    migrated = copy_project("migration_direct", tmp_path)
+    before = (migrated / "models" / "net.py").read_text()
+    monkeypatch.chdir(migrated)
+    main(["check", "--fix", "--exit-zero", "."])
+    assert (migrated / "models" / "net.py").read_text() == before
+    plain = copy_project("migration_none", tmp_path)
+    monkeypatch.chdir(plain)
+    main(["check", "--fix", "--exit-zero", "."])
+    fixed = (plain / "models" / "net.py").read_text()
+    assert ".npu()" in fixed and "'npu:0'" in fixed.replace('"', "'")
+    capsys.readouterr()
+
+
+# ----------------------------------------------------------------------------- configuration
+@pytest.mark.parametrize("setting, flagged", [("true", False), ("false", True), ('"auto"', False)])
+def test_runtime_migration_setting(setting, flagged, tmp_path, monkeypatch, capsys):
+    root = copy_project("migration_package", tmp_path)
+    (root / "pyproject.toml").write_text(f"[tool.ascend-lint]\nruntime-migration = {setting}\n")
+    found = cli(root, "--no-cache", ".", monkeypatch=monkeypatch, capsys=capsys)
+    assert bool(found) is flagged
+
+
+def test_migrating_modules_setting(tmp_path, monkeypatch, capsys):
+    root = copy_project("migration_none", tmp_path)
+    (root / "train.py").write_text("import torch_npu\nimport launcher_patch\n\nfrom models.net import build\n\n"
+                                   "if __name__ == '__main__':\n    build()\n")
+    assert cli(root, "--no-cache", ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
+    (root / "pyproject.toml").write_text('[tool.ascend-lint]\nmigrating-modules = ["launcher_patch"]\n')
+    assert cli(root, "--no-cache", ".", monkeypatch=monkeypatch, capsys=capsys) == Counter()
+
+
+@pytest.mark.parametrize("table, message", [
+    ("runtime-migration = 1", "'runtime-migration' must be \"auto\", true or false"),
+    ("migrating-modules = \"x\"", "'migrating-modules' must be a list of module names"),
+])
+def test_bad_project_settings_are_reported(table, message, tmp_path, monkeypatch, capsys):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.ascend-lint]\n{table}\n")
+    (tmp_path / "a.py").write_text("import torch\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "."]) == 2
+    assert message in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- the cache
+class Spy:
+    """Paths the engine lints in this process."""
+
+    def __init__(self, monkeypatch):
+        self.paths: List[str] = []
+        original = Linter.lint_source
+
+        def lint_source(linter, source, *args, **kwargs):
+            self.paths.append(os.path.normpath(source.path).replace(os.sep, "/"))
+            return original(linter, source, *args, **kwargs)
+
+        monkeypatch.setattr(Linter, "lint_source", lint_source)
+
+
+def age(root: Path) -> None:
+    old = 1_600_000_000 * 1_000_000_000
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(old, old))
+
+
+def test_warm_run_reuses_every_result(tmp_path, monkeypatch, capsys):
+    root = copy_project("step_helper", tmp_path)
+    age(root)
+    first = cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
+    spy = Spy(monkeypatch)
+    assert cli(root, ".", monkeypatch=monkeypatch, capsys=capsys) == first
+    assert spy.paths == []
+
+
+def test_editing_the_training_script_changes_the_helpers_findings(tmp_path, monkeypatch, capsys):
+    root = copy_project("step_helper", tmp_path)
+    age(root)
+    assert ("utils.py", 6, "ASC203") in cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
+    train = root / "train.py"
+    train.write_text(train.read_text().replace("        log_metrics(loss)\n", ""))
+    spy = Spy(monkeypatch)
+    found = cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
+    assert ("utils.py", 6, "ASC203") not in found and ("utils.py", 10, "ASC202") in found
+    assert sorted(spy.paths) == ["train.py", "utils.py"]  # the edited file, and the one whose answers changed
+    # and back: the cached result of utils.py is not reused while its answers differ
+    train.write_text(train.read_text().replace("        sync_all()\n", "        sync_all()\n        log_metrics(loss)\n"))
+    assert ("utils.py", 6, "ASC203") in cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
+
+
+def test_cold_run_parses_each_file_once_when_no_answer_changes(tmp_path, monkeypatch, capsys):
+    root = copy_project("bases", tmp_path)
+    spy = Spy(monkeypatch)
+    assert cli(root, ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
+    assert Counter(spy.paths).most_common(1)[0][1] == 1  # the provisional model already had every answer
+
+
+def test_deps_are_stored_and_replayed(tmp_path, monkeypatch, capsys):
+    from ascend_lint.cache import ResultCache
+    from ascend_lint.config import load_settings
+    from ascend_lint.project.index import ProjectIndex
+    from ascend_lint.project.view import replay
+    from ascend_lint.registry import load_registry, select_rules
+
+    root = copy_project("step_helper", tmp_path)
+    cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
+    settings = load_settings(None, False, str(root))
+    registry = load_registry()
+    rules, _ = select_rules(registry, settings)
+    cache = ResultCache.open(settings, rules, registry.fingerprint(), project=True)
+    entry = cache.entry(str(root / "utils.py"))
+    assert entry is not None and entry[4], "no deps stored"
+    index = ProjectIndex.open([str(root)], settings)
+    model = index.model()
+    assert replay(model, entry[4], index.summary_of)
+    assert not replay(model, entry[4])  # the reasons name `train.py:8`: the line comes from train.py's summary
+    changed = [list(dep) for dep in entry[4]]
+    changed[0][-1] = "something else"
+    assert not replay(model, changed, index.summary_of)
+    assert not replay(model, "garbage") and not replay(model, [["no_such_query", 1]])
+
+
+def test_an_edit_that_only_moves_lines_keeps_the_stored_model(tmp_path, monkeypatch, capsys):
+    from ascend_lint.project import model as model_mod
+
+    root = copy_project("step_helper", tmp_path)
+    cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
+    builds = []
+    original = model_mod.ProjectModel.build
+    monkeypatch.setattr(model_mod.ProjectModel, "build",
+                        classmethod(lambda cls, *a, **k: builds.append(1) or original(*a, **k)))
+    train = root / "train.py"
+    train.write_text("# a comment moves every line down\n" + train.read_text())
+    out = run_stdin(root, "utils.py", (root / "utils.py").read_text(), monkeypatch, capsys)
+    assert "the step loop in `train.py:9` calls it" in out  # the new line, from the stored model
+    found = cli(root, "train.py", "utils.py", monkeypatch=monkeypatch, capsys=capsys)
+    assert ("train.py", 11, "ASC304") in found and ("utils.py", 10, "ASC202") in found
+    assert builds == []
+
+
+@pytest.mark.parametrize("name", ["step_helper", "monkeypatch", "migration_package"])
+def test_worker_processes_see_the_same_facts(name, tmp_path, monkeypatch, capsys):
+    from ascend_lint import runner
+
+    monkeypatch.setattr(runner, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 2)
+    root = copy_project(name, tmp_path)
+    assert cli(root, "--no-cache", "-j", "2", ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
+
+
+def test_the_index_api_an_editor_uses(tmp_path):
+    """One entry point: open the index of a file's project, lint a buffer with it, refresh from edits."""
+    from ascend_lint.config import load_settings
+    from ascend_lint.project.index import ProjectIndex
+    from ascend_lint.registry import load_registry, select_rules
+
+    root = copy_project("step_helper", tmp_path)
+    settings = load_settings(None, False, str(root))
+    rules, _ = select_rules(load_registry(), settings)
+    index = ProjectIndex.open([str(root / "utils.py")], settings)
+    assert index.root == str(root)
+    linter = Linter(rules, settings, project=index)
+    utils = (root / "utils.py").read_text()
+    assert [f.code for f in linter.check(utils, str(root / "utils.py"))] == ["ASC203", "ASC202"]
+    # the training script is edited in the editor (not saved): its buffer replaces its summary
+    train = (root / "train.py").read_text().replace("        sync_all()\n", "")
+    index.refresh(str(root / "train.py"), train)
+    assert [f.code for f in linter.check(utils, str(root / "utils.py"))] == ["ASC203"]
+    view = index.view_for(str(root / "utils.py"))
+    assert view.module_facts()["roles"]["log_metrics"] == ["step", "the step loop in `train.py:8` calls it"]
