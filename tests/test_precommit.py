@@ -189,3 +189,25 @@ def test_fix_hook_rewrites_then_passes(tmp_path, hook_repo):
     proc = pre_commit(["run", "--all-files"], path, hook_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (path / "train.py").read_text(encoding="utf-8") == fixed
+
+
+def test_hook_applies_each_model_folders_own_configuration(tmp_path, hook_repo):
+    """pre-commit passes file names from the repository root; a model folder's configuration (its
+    ignores and, with the hook's --force-exclude, its excludes, also those it extends) still applies."""
+    clean = BAD.replace(".contiguous()", "")
+    path = project(tmp_path, {"train.py": clean}, hook_repo, "ascend-lint")
+    files = {"model_a/pyproject.toml": '[tool.ascend-lint]\nignore = ["ASC101"]\nextend-exclude = ["gen/"]\n',
+             "model_a/train.py": BAD,
+             "model_b/.ascend-lint.yaml": "extend: ../model_a/pyproject.toml\nignore: []\n",
+             "model_b/m.py": clean, "model_b/gen/g.py": BAD}
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text, encoding="utf-8")
+    commit_all(path)
+    proc = pre_commit(["run", "--all-files"], path, hook_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (path / "model_b" / "m.py").write_text(BAD, encoding="utf-8")
+    commit_all(path)
+    proc = pre_commit(["run", "--all-files"], path, hook_repo)
+    assert proc.returncode == 1 and "model_b/m.py:4:5: ASC101" in proc.stdout, proc.stdout + proc.stderr
+    assert "model_a" not in proc.stdout and "gen" not in proc.stdout
