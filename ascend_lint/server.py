@@ -3,13 +3,17 @@
 Diagnostics on open, change and save; code actions for every fix (safe ones as the preferred quick
 fix, unsafe ones labelled), a "suppress with `# noqa: CODE`" action and a fix-all source action;
 hover shows the rule's documentation. Settings come from the configuration files (the closest one to
-each file, as `check` finds it) overridden by the editor's `ascend-lint` settings.
+each file, with what it extends, as `check` resolves it) overridden by the editor's `ascend-lint` settings.
 
-The engine is the CLI's: `LintSession.lint` is the one place a document is linted (the project model
-plugs in there), and fixes are the fixer's, turned into text edits by `edits.fix_edits`.
+The engine is the CLI's: `LintSession.lint` is the one place a document is linted, and fixes are the
+fixer's, turned into text edits by `edits.fix_edits`. Each document is linted with its project's model
+(`workspace.Workspace`: one ProjectIndex per project root, opened on first use and kept in memory). An
+edited document's summary is refreshed from the buffer, and the other open documents whose recorded
+project questions (deps) now get other answers are linted again; changes are debounced.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
@@ -20,18 +24,21 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from . import __version__
-from .config import TARGETS, ConfigError, Settings, find_config, load_settings
+from .config import CONFIG_NAMES, TARGETS, ConfigError, ConfigResolver, Settings, load_settings
 from .core_rules import PARSE_ERROR_CODE, UNUSED_NOQA_CODE
 from .discovery import Excluder
 from .docs import rule_markdown, rule_url
 from .edits import TextEdit, fix_edits
-from .engine import Linter, error_finding
-from .fileio import SourceError, split_lines
+from .engine import Linter, error_finding, parse
+from .fileio import SourceError, read_source, split_lines
 from .noqa import NOQA_RE, add_noqa_to_lines
-from .registry import Registry, RegistryError, load_registry, select_rules
+from .project.view import replay
+from .registry import Registry, RegistryError, load_registry
 from .rule import Applicability, Finding, Rule, Severity
+from .workspace import Workspace
 
 SECTION = "ascend-lint"
+DEBOUNCE_SECONDS = 0.25  # a burst of changes is linted once, this long after the last
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.ascend-lint"
 SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
               Severity.INFO: types.DiagnosticSeverity.Information}
@@ -72,13 +79,27 @@ def editor_settings(raw: Any) -> Tuple[Dict[str, Any], List[str]]:
 
 
 @dataclass
+class Linted:
+    """One lint of a document: its findings, the Linter used, the project questions asked (deps) and the
+    project index it was linted against (None: excluded, or not linted)."""
+
+    findings: List[Finding]
+    linter: Linter
+    deps: List[list] = field(default_factory=list)
+    index: Any = None
+
+
+@dataclass
 class LintSession:
-    """Settings and linters per configuration, and the one entry point that lints a document."""
+    """The workspace (settings per configuration, linters, project models) and the one entry point that
+    lints a document."""
 
     registry: Registry = field(default_factory=load_registry)
     editor: Dict[str, Any] = field(default_factory=dict)
     root: str = field(default_factory=os.getcwd)
-    _linters: Dict[Tuple[str, float], Tuple[Linter, Excluder]] = field(default_factory=dict)
+    _workspace: Optional[Workspace] = None
+    _excluders: Dict[int, Excluder] = field(default_factory=dict)
+    _stamps: Dict[str, float] = field(default_factory=dict)  # configuration file -> mtime when read
 
     def configure(self, raw: Any) -> List[str]:
         self.editor, problems = editor_settings(raw)
@@ -86,41 +107,93 @@ class LintSession:
         return problems
 
     def forget_linters(self) -> None:
-        self._linters.clear()
+        """Read the configuration files again (and reopen the project models) on the next lint."""
+        self._workspace = None
+        self._excluders.clear()
+        self._stamps.clear()
+
+    def workspace(self) -> Workspace:
+        if self._workspace is None:
+            config = self.editor.get("config")
+            if config and not os.path.isabs(config):
+                config = os.path.join(self.root, config)
+            attrs = {EDITOR_KEYS[k][0]: v for k, v in self.editor.items() if k != "config"}
+
+            def editor_options(settings: Settings) -> Settings:
+                return settings.override(**attrs)
+
+            run = editor_options(load_settings(config, False, self.root))
+            resolver = ConfigResolver(run, editor_options, hierarchical=not config)
+            self._workspace = Workspace(resolver, self.registry, [self.root])
+        return self._workspace
 
     def settings_for(self, path: str) -> Settings:
         """The configuration closest to the file (or the editor's `config`), then the editor's settings."""
-        config = self.editor.get("config")
-        if config and not os.path.isabs(config):
-            config = os.path.join(self.root, config)
-        settings = load_settings(config, False, os.path.dirname(path) or self.root)
-        attrs = {EDITOR_KEYS[k][0]: v for k, v in self.editor.items() if k != "config"}
-        return settings.override(**attrs)
+        settings = self.workspace().resolver.for_path(path)
+        if self._stale(settings):
+            self.forget_linters()
+            settings = self.workspace().resolver.for_path(path)
+        return settings
+
+    def _stale(self, settings: Settings) -> bool:
+        """Has a configuration file these settings were read from changed on disk since?"""
+        for config in ((settings.config_path,) if settings.config_path else ()) + settings.extends:
+            try:
+                stamp = os.stat(config).st_mtime_ns
+            except OSError:
+                stamp = -1
+            if self._stamps.setdefault(config, stamp) != stamp:
+                return True
+        return False
 
     def linter_for(self, path: str) -> Tuple[Linter, Excluder]:
-        folder = os.path.dirname(path) or self.root
-        config = self.editor.get("config") or find_config(folder)
-        try:
-            stamp = os.stat(config).st_mtime if config else 0.0
-        except OSError:
-            stamp = -1.0
-        key = (config or folder, stamp)  # without a configuration file, the folder is the project root
-        if key not in self._linters:
-            settings = self.settings_for(path)
-            rules, _ = select_rules(self.registry, settings)
-            self._linters[key] = (Linter(rules, settings), Excluder(settings))
-        return self._linters[key]
+        settings = self.settings_for(path)
+        excluder = self._excluders.get(id(settings))
+        if excluder is None:
+            excluder = self._excluders[id(settings)] = Excluder(settings)
+        return self.workspace().linter(settings), excluder
 
-    def lint(self, path: str, text: str) -> Tuple[List[Finding], Linter]:
-        """Findings for the editor's text of `path` (the project model's facts plug in here)."""
+    def lint(self, path: str, text: str) -> Linted:
+        """Findings for the editor's text of `path`, with its project's facts; the buffer replaces the
+        file's summary in the project model."""
         linter, excluder = self.linter_for(path)
         if os.path.isabs(path) and excluder.excluded(path, False):
-            return [], linter
+            return Linted([], linter)
+        index = self.workspace().index_for(path) if os.path.isabs(path) else None
+        if index is not None:
+            linter = self.workspace().linter(linter.settings, index)
         try:
-            findings = linter.analyse(text, path).findings
+            tree = parse(text, path)
         except SourceError as exc:
-            findings = [error_finding(path, exc.reason, exc.line, exc.col)]
-        return findings, linter
+            if index is not None:
+                index.refresh(path, text)  # a file that does not parse contributes no facts
+            return Linted([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], index)
+        if index is not None:
+            index.refresh(path, text, tree)
+        try:
+            analysis = linter.analyse(text, path, tree)
+        except SourceError as exc:
+            return Linted([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], index)
+        return Linted(analysis.findings, linter, analysis.deps or [], index)
+
+    def still_valid(self, linted: Linted) -> bool:
+        """Do the project questions of an earlier lint still get the same answers?"""
+        index = linted.index
+        return index is None or replay(index.model(), linted.deps, index.summary_of)
+
+    def restore(self, path: str) -> None:
+        """A closed document: its project summary comes from the file on disk again."""
+        workspace = self._workspace
+        if workspace is None or not os.path.isabs(path):
+            return
+        index = workspace.indexes.get(workspace.root_for(path))
+        if index is None:
+            return
+        try:
+            text = read_source(path).text
+        except SourceError:
+            text = ""
+        index.refresh(path, text)
 
     def rule(self, code: str) -> Optional[Type[Rule]]:
         return self.registry.rules.get(code.upper())
@@ -181,6 +254,7 @@ class DocumentState:
     path: str
     findings: List[Finding]
     linter: Linter
+    linted: Optional[Linted] = None
 
 
 class AscendLintServer(LanguageServer):
@@ -191,6 +265,7 @@ class AscendLintServer(LanguageServer):
         self.waiting: Dict[str, None] = {}  # opened while the editor's settings were being asked for
         self.configuring = False
         self.shown_errors: set = set()
+        self.pending: Dict[str, asyncio.TimerHandle] = {}  # uri -> its debounced lint
 
     # -------------------------------------------------------------- helpers
     def ensure_session(self) -> LintSession:
@@ -209,7 +284,10 @@ class AscendLintServer(LanguageServer):
             self.shown_errors.add(message)
             self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
-    def lint_document(self, uri: str) -> None:
+    def lint_document(self, uri: str, dependents: bool = True) -> None:
+        """Lint an open document now and publish its diagnostics; with `dependents`, then the other open
+        documents whose project answers its new text changed."""
+        self.cancel(uri)
         if self.configuring:  # lint with the editor's settings, once they are known
             self.waiting[uri] = None
             return
@@ -217,17 +295,77 @@ class AscendLintServer(LanguageServer):
         path = self.path_of(uri)
         session = self.ensure_session()
         try:
-            findings, linter = session.lint(path, document.source)
+            linted = session.lint(path, document.source)
         except (ConfigError, RegistryError) as exc:
             self.tell(f"ascend-lint: {exc}", types.MessageType.Error)
             self.documents.pop(uri, None)
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
             return
-        self.documents[uri] = DocumentState(document.version, document.source, path, findings, linter)
-        positions = Positions(document.source, document.position_codec)
-        diagnostics = [self.diagnostic(f, positions) for f in findings]
+        self.documents[uri] = DocumentState(document.version, document.source, path, linted.findings,
+                                            linted.linter, linted)
+        self.publish(uri, document)
+        if dependents:
+            self.relint_dependents(uri)
+
+    def publish(self, uri: str, document: Any) -> None:
+        state = self.documents[uri]
+        positions = Positions(state.text, document.position_codec)
+        diagnostics = [self.diagnostic(f, positions) for f in state.findings]
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=document.version))
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=state.version))
+
+    def relint_dependents(self, changed: Optional[str] = None) -> None:
+        """Lint again the open documents (but `changed`) whose recorded project questions now get other
+        answers: the project model changed under them. Nothing else is linted."""
+        session = self.ensure_session()
+        for uri, state in list(self.documents.items()):
+            if uri == changed or state.linted is None or state.linted.index is None:
+                continue
+            if not session.still_valid(state.linted):
+                self.lint_document(uri, dependents=False)
+
+    def schedule(self, uri: str) -> None:
+        """Lint a document once the edits stop for DEBOUNCE_SECONDS (each change restarts the wait)."""
+        self.cancel(uri)
+        loop = asyncio.get_event_loop()
+        self.pending[uri] = loop.call_later(DEBOUNCE_SECONDS, self.fire, uri)
+
+    def fire(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        if uri in self.workspace.text_documents:
+            self.lint_document(uri)
+
+    def cancel(self, uri: str) -> None:
+        handle = self.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+
+    def close(self, uri: str) -> None:
+        """A closed document: no diagnostics; its project facts come from the file on disk again."""
+        self.cancel(uri)
+        state = self.documents.pop(uri, None)
+        self.waiting.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        if state is not None:
+            self.ensure_session().restore(state.path)
+            self.relint_dependents()
+
+    def files_changed(self, paths: Iterable[str]) -> None:
+        """Files changed on disk (not through an open document): configurations are read again; a Python
+        file's summary is refreshed, and the open documents that depend on it are linted again."""
+        session = self.ensure_session()
+        open_paths = {state.path for state in self.documents.values()}
+        changed = False
+        for path in paths:
+            if os.path.basename(path) in CONFIG_NAMES:
+                session.forget_linters()
+                self.relint_all()
+                return
+            if path.endswith((".py", ".pyi")) and path not in open_paths:
+                session.restore(path)
+                changed = True
+        if changed:
+            self.relint_dependents()
 
     def diagnostic(self, f: Finding, positions: Positions) -> types.Diagnostic:
         return types.Diagnostic(
@@ -243,7 +381,7 @@ class AscendLintServer(LanguageServer):
 
     def relint_all(self) -> None:
         for uri in list(self.documents) + [u for u in self.waiting if u not in self.documents]:
-            self.lint_document(uri)
+            self.lint_document(uri, dependents=False)
         self.waiting.clear()
 
     # -------------------------------------------------------------- code actions
@@ -378,19 +516,24 @@ def build_server() -> AscendLintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: AscendLintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.lint_document(params.text_document.uri)
+        ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AscendLintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.ensure_session().forget_linters()  # a saved configuration file applies from now on
-        ls.relint_all()
+        uri = params.text_document.uri
+        if os.path.basename(ls.path_of(uri)) in CONFIG_NAMES:  # a saved configuration applies from now on
+            ls.ensure_session().forget_linters()
+            ls.relint_all()
+        elif uri in ls.workspace.text_documents:
+            ls.lint_document(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: AscendLintServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.documents.pop(params.text_document.uri, None)
-        ls.waiting.pop(params.text_document.uri, None)
-        ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+        ls.close(params.text_document.uri)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: AscendLintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        ls.files_changed(ls.path_of(change.uri) for change in params.changes)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]))

@@ -1,6 +1,7 @@
 """`ascend-lint server` end to end, as an editor drives it: a real process over a stdio pipe (pytest-lsp)."""
 from __future__ import annotations
 
+import asyncio
 import sys
 import textwrap
 from pathlib import Path
@@ -160,3 +161,114 @@ async def test_positions_are_utf16_and_noqa_codes_hover(client: LanguageClient, 
         text_document=types.TextDocumentIdentifier(uri=uri),
         position=types.Position(line=1, character=source.splitlines()[1].index("ASC307") + 1 + 2)))
     assert "## ASC307" in hover.contents.value
+
+
+# ------------------------------------------------------------------------------ the project model
+UTILS = """\
+import torch
+import torch_npu
+
+
+def log_metrics(loss):
+    torch.npu.synchronize()
+    return loss.item()
+"""
+TRAIN = """\
+import torch
+import torch_npu
+from utils import log_metrics
+
+
+def main(model, loader, optimizer):
+    for batch in loader:
+        loss = model(batch)
+        loss.backward()
+        optimizer.step()
+{call}
+
+if __name__ == "__main__":
+    main(None, [], None)
+"""
+CALL = "        log_metrics(loss)\n"
+
+
+class Published(dict):
+    """client.diagnostics that also counts the publications per document."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count: dict = {}
+
+    def __setitem__(self, uri, diagnostics) -> None:
+        self.count[uri] = self.count.get(uri, 0) + 1
+        super().__setitem__(uri, diagnostics)
+
+
+async def diagnostics_until(client: LanguageClient, uri: str, predicate, timeout: float = 20.0):
+    """Wait for publications until the document's diagnostics satisfy `predicate`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not (uri in client.diagnostics and predicate([d.code for d in client.diagnostics[uri]])):
+        remaining = deadline - loop.time()
+        assert remaining > 0, f"diagnostics of {uri}: {[d.code for d in client.diagnostics.get(uri, [])]}"
+        await asyncio.wait_for(client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), remaining)
+    return [d.code for d in client.diagnostics[uri]]
+
+
+def replace_all(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+@pytest.mark.asyncio
+async def test_editing_the_step_loop_changes_a_helpers_diagnostics(client: LanguageClient, project: Path):
+    """utils.py's helper synchronizes; it is per-step only while train.py's step loop calls it. The
+    server lints utils.py again when train.py's buffer changes that answer, and leaves other files alone."""
+    (project / "utils.py").write_text(UTILS)
+    (project / "train.py").write_text(TRAIN.format(call=""))
+    (project / "other.py").write_text("import torch\nimport torch_npu\n\nx = torch.ones(2)\n")
+    client.diagnostics = published = Published()
+    utils = await open_document(client, project / "utils.py", UTILS)
+    other = await open_document(client, project / "other.py", (project / "other.py").read_text())
+    assert "ASC202" not in await diagnostics_until(client, utils, lambda codes: True)
+
+    # the buffer (not saved) starts calling the helper in the step loop: utils.py's sync becomes hot
+    train = train_uri = (project / "train.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=train, language_id="python", version=1, text=TRAIN.format(call=CALL))))
+    await diagnostics_until(client, utils, lambda codes: "ASC202" in codes)
+    (hot,) = [d for d in client.diagnostics[utils] if d.code == "ASC202"]
+    assert "the step loop in `train.py:7` calls it" in hot.message and hot.range.start.line == 5
+
+    # a burst of edits that removes the call: linted once the typing stops, and utils.py follows
+    before = published.count[train]
+    for version, text in enumerate([TRAIN.format(call="        log_metr\n"), TRAIN.format(call="")], start=2):
+        replace_all(client, train_uri, version, text)
+    assert "ASC202" not in await diagnostics_until(client, utils, lambda codes: "ASC202" not in codes)
+    await asyncio.sleep(0.6)
+    assert published.count[train] == before + 1
+
+    # moving the loop down two lines changes only where the reason points
+    replace_all(client, train_uri, 4, "\n\n" + TRAIN.format(call=CALL))
+    await diagnostics_until(client, utils, lambda codes: "ASC202" in codes)
+    assert "`train.py:9` calls it" in client.diagnostics[utils][0].message
+
+    # closing the unsaved buffer: the file on disk (no call) is the project's fact again
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=train)))
+    await diagnostics_until(client, utils, lambda codes: "ASC202" not in codes)
+    assert published.count[other] == 1  # never linted again: none of its answers changed
+
+
+@pytest.mark.asyncio
+async def test_a_nested_configuration_applies_in_the_editor(client: LanguageClient, project: Path):
+    """The closest configuration to the file, with what it extends (the root ignores ASC4)."""
+    (project / "sub").mkdir()
+    (project / "sub" / ".ascend-lint.yaml").write_text("extend: ../pyproject.toml\nignore: [ASC307]\n")
+    uri = await open_document(client, project / "sub" / "train.py", SOURCE)
+    assert [d.code for d in client.diagnostics[uri]] == ["ASC101"]
+    (project / "sub" / ".ascend-lint.yaml").write_text("extend: ../pyproject.toml\nignore: [ASC101]\n")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=(project / "sub" / ".ascend-lint.yaml").as_uri())))
+    assert await diagnostics_until(client, uri, lambda codes: codes == ["ASC307"]) == ["ASC307"]
