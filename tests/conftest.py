@@ -30,3 +30,33 @@ def codes(source: str, **kwargs) -> List[str]:
 @pytest.fixture
 def registry():
     return REGISTRY
+
+
+# A two-file project: `log_metrics` synchronizes, and is per-step only while the step loop calls it
+# (TRAIN.format(module=..., call=STEP_CALL or "")).
+STEP_UTILS = """\
+import torch
+import torch_npu
+
+
+def log_metrics(loss):
+    torch.npu.synchronize()
+    return loss.item()
+"""
+STEP_TRAIN = """\
+import torch
+import torch_npu
+from {module} import log_metrics
+
+
+def main(model, loader, optimizer):
+    for batch in loader:
+        loss = model(batch)
+        loss.backward()
+        optimizer.step()
+{call}
+
+if __name__ == "__main__":
+    main(None, [], None)
+"""
+STEP_CALL = "        log_metrics(loss)\n"

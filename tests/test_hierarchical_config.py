@@ -13,33 +13,11 @@ import pytest
 from ascend_lint.cli import main
 from ascend_lint.config import ConfigError, ConfigResolver, load_config, load_settings, rebase_pattern
 
+from conftest import STEP_CALL, STEP_TRAIN, STEP_UTILS
+
 BAD = "import torch, torch_npu\ny = torch.transpose(x, -2, -1).contiguous() @ w\n"
-UTILS = """\
-import torch
-import torch_npu
-
-
-def log_metrics(loss):
-    torch.npu.synchronize()
-    return loss.item()
-"""
-TRAIN = """\
-import torch
-import torch_npu
-from {module} import log_metrics
-
-
-def main(model, loader, optimizer):
-    for batch in loader:
-        loss = model(batch)
-        loss.backward()
-        optimizer.step()
-        log_metrics(loss)
-
-
-if __name__ == "__main__":
-    main(None, [], None)
-"""
+UTILS = STEP_UTILS
+TRAIN = STEP_TRAIN.replace("{call}", STEP_CALL)
 
 
 def run(capsys, *args):

@@ -12,6 +12,8 @@ pytest_lsp = pytest.importorskip("pytest_lsp")  # Python >= 3.10; installed by t
 from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 
+from conftest import STEP_CALL, STEP_TRAIN, STEP_UTILS  # noqa: E402
+
 SERVER = [sys.executable, "-m", "ascend_lint", "server"]
 SOURCE = textwrap.dedent("""\
     import torch
@@ -164,32 +166,8 @@ async def test_positions_are_utf16_and_noqa_codes_hover(client: LanguageClient, 
 
 
 # ------------------------------------------------------------------------------ the project model
-UTILS = """\
-import torch
-import torch_npu
-
-
-def log_metrics(loss):
-    torch.npu.synchronize()
-    return loss.item()
-"""
-TRAIN = """\
-import torch
-import torch_npu
-from utils import log_metrics
-
-
-def main(model, loader, optimizer):
-    for batch in loader:
-        loss = model(batch)
-        loss.backward()
-        optimizer.step()
-{call}
-
-if __name__ == "__main__":
-    main(None, [], None)
-"""
-CALL = "        log_metrics(loss)\n"
+UTILS, CALL = STEP_UTILS, STEP_CALL
+TRAIN = STEP_TRAIN.replace("{module}", "utils")
 
 
 class Published(dict):

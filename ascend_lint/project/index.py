@@ -222,7 +222,11 @@ class ProjectIndex:
             tree = _parse(text)
         summary = summarize(tree, text) if tree is not None else _empty()
         if self.summaries.get(rel) != summary:
+            old_shape = self.shape(rel) if rel in self.shapes and self.summaries.get(rel) is not None else None
+            model = self._model
             self._set(rel, summary, "buffer:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+            if old_shape is not None and self.shape(rel) == old_shape:
+                self._model = model  # only lines moved (typing in an editor): the model stands
 
     def incomplete(self) -> List[str]:
         """Relative paths whose summary still lacks the facts that need the syntax tree (only summaries made
