@@ -491,6 +491,9 @@ class ConfigResolver:
     def for_dir(self, directory: str) -> Settings:
         return self.for_config(self.closest_config(directory) if self.hierarchical else None)
 
+    def for_file(self, path: str) -> Settings:
+        return self.for_dir(os.path.dirname(os.path.abspath(path)))
+
     def for_path(self, path: str) -> Settings:
         """The settings of a file (or of a directory named as a path: those of its own configuration)."""
         absolute = os.path.abspath(path)

@@ -32,6 +32,7 @@ from .edits import TextEdit, fix_edits
 from .engine import Linter, error_finding, parse
 from .fileio import SourceError, read_source, split_lines
 from .noqa import NOQA_RE, add_noqa_to_lines
+from .project.root import is_marked
 from .project.view import replay
 from .registry import Registry, RegistryError, load_registry
 from .rule import Applicability, Finding, Rule, Severity
@@ -159,7 +160,7 @@ class LintSession:
         linter, excluder = self.linter_for(path)
         if os.path.isabs(path) and excluder.excluded(path, False):
             return Linted([], linter)
-        index = self.workspace().index_for(path) if os.path.isabs(path) else None
+        index = self.workspace().index_for(path) if self.in_a_project(path, linter.settings) else None
         if index is not None:
             linter = self.workspace().linter(linter.settings, index)
         try:
@@ -175,6 +176,15 @@ class LintSession:
         except SourceError as exc:
             return Linted([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], index)
         return Linted(analysis.findings, linter, analysis.deps or [], index)
+
+    def in_a_project(self, path: str, settings: Settings) -> bool:
+        """A file outside the workspace that no configuration or marker places in a project is linted on
+        its own (its directory could be a home directory: it is not indexed)."""
+        if not os.path.isabs(path):
+            return False
+        root = self.workspace().root_for(path, settings)
+        inside = path.startswith(os.path.abspath(self.root).rstrip(os.sep) + os.sep)
+        return inside or bool(settings.root_config) or is_marked(root)
 
     def still_valid(self, linted: Linted) -> bool:
         """Do the project questions of an earlier lint still get the same answers?"""

@@ -65,13 +65,13 @@ class Workspace:
         return linter
 
     def linter_for(self, path: str) -> Linter:
-        return self.linter(self.resolver.for_path(path))
+        return self.linter(self.resolver.for_file(path))
 
     def groups(self, targets: Sequence[Target]) -> List[Configured]:
         """The targets grouped by their resolved configuration, in first-seen order."""
         by_settings: Dict[int, Configured] = {}
         for target in targets:
-            settings = self.resolver.for_path(target.path)
+            settings = self.resolver.for_file(target.path)
             group = by_settings.get(id(settings))
             if group is None:
                 group = by_settings[id(settings)] = Configured(settings, self.linter(settings), [])

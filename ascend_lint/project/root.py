@@ -26,3 +26,8 @@ def find_project_root(paths: Sequence[str], config_path: Optional[str] = None) -
         if parent == directory:
             return start
         directory = parent
+
+
+def is_marked(root: str) -> bool:
+    """Does `root` hold a project marker (else it is only the common parent of some paths)?"""
+    return any(os.path.exists(os.path.join(root, marker)) for marker in ROOT_MARKERS)
