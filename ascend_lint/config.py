@@ -372,6 +372,8 @@ def load_config(path: str, chain: Tuple[str, ...] = ()) -> Settings:
         target = os.path.normpath(os.path.join(os.path.dirname(absolute), os.path.expanduser(extend)))
         if not os.path.isfile(target):
             raise ConfigError(f"{path}: 'extend' names {extend!r}, which is not a file ({target})")
+        if not target.endswith((".yaml", ".yml")) and not _has_tool_table(target):
+            raise ConfigError(f"{path}: 'extend' names {extend!r}, which has no [tool.ascend-lint] table")
         base = load_config(target, chain + (absolute,))
     settings = settings_from_table(table, path, base)
     settings.extends = ((base.config_path,) + base.extends) if base and base.config_path else ()

@@ -147,7 +147,9 @@ def test_extend_cycle_and_missing_file_are_clear_errors(tmp_path, monkeypatch, c
     write(tmp_path, {"a/.ascend-lint.yaml": "extend: ../b/.ascend-lint.yaml\n",
                      "b/.ascend-lint.yaml": "extend: ../a/.ascend-lint.yaml\n", "a/x.py": BAD,
                      "c/.ascend-lint.yaml": "extend: ../nowhere.toml\n", "c/x.py": BAD,
-                     "d/.ascend-lint.yaml": "extend: 3\n", "d/x.py": BAD})
+                     "d/.ascend-lint.yaml": "extend: 3\n", "d/x.py": BAD,
+                     "e/pyproject.toml": "[tool.other]\n", "e/f/.ascend-lint.yaml": "extend: ../pyproject.toml\n",
+                     "e/f/x.py": BAD})
     code, out, err = run(capsys, "check", "a")
     assert code == 2 and "'extend' makes a cycle" in err and "Traceback" not in err
     assert err.count("\n") == 1 and out == ""
@@ -156,6 +158,8 @@ def test_extend_cycle_and_missing_file_are_clear_errors(tmp_path, monkeypatch, c
     assert "c/.ascend-lint.yaml" in err
     code, _, err = run(capsys, "check", "d")
     assert code == 2 and "'extend' must be the path of a configuration file" in err
+    code, _, err = run(capsys, "check", "e/f")
+    assert code == 2 and "which has no [tool.ascend-lint] table" in err
 
 
 def test_config_and_isolated_apply_to_every_file(repo, capsys, tmp_path_factory):
