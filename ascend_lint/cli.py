@@ -15,7 +15,7 @@ from .docs import fix_label, measured, precision_label, rule_text, rules_markdow
 from .engine import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
 from .fileio import SourceError, read_source, split_lines
 from .project.root import find_project_root
-from .registry import Registry, RegistryError, load_registry, print_warnings, select_rules
+from .registry import Registry, RegistryError, load_registry, print_warnings
 from .reporters import FORMATS, Report, display_path, get_reporter
 from .rule import Applicability, Finding, Rule
 from .sanitize import sanitize, sanitize_lines
@@ -241,6 +241,7 @@ def run_check(args: argparse.Namespace) -> int:
     registry = _registry()
     paths = stdin_paths(args) or args.paths or ["."]
     configured = Workspace(resolver, registry, paths, cache=not args.no_cache)
+    configured.rules(settings)  # a bad selection is an error before anything is read
     if "-" in paths:
         if len(paths) > 1:
             raise UsageError("'-' (stdin) cannot be combined with other paths")

@@ -7,11 +7,10 @@ directory finds, or `--config`), and the command line overrides every file.
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 import reprlib
 import sys
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .fileio import DEFAULT_MAX_FILE_SIZE, FileTooLarge, SourceError, read_bytes
@@ -480,13 +479,9 @@ class ConfigResolver:
             base = load_config(config) if config else defaults(self.run.project_root if not self.run.config_path
                                                               else os.getcwd())
             settings = self.cli(base)
-            run_wide = {attr: getattr(self.run, attr) for attr in RUN_WIDE}
-            origins = dict(settings.origins)
-            origins.update({attr: self.run.origins.get(attr, "") for attr in RUN_WIDE if attr in self.run.origins})
-            for attr in RUN_WIDE:
-                if attr not in self.run.origins:
-                    origins.pop(attr, None)
-            settings = replace(settings, origins=origins, **run_wide)
+            origins = {attr: where for attr, where in settings.origins.items() if attr not in RUN_WIDE}
+            origins.update({attr: self.run.origins[attr] for attr in RUN_WIDE if attr in self.run.origins})
+            settings = replace(settings, origins=origins, **{attr: getattr(self.run, attr) for attr in RUN_WIDE})
             self._settings[config] = settings
         return settings
 
