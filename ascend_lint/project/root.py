@@ -9,7 +9,11 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 def find_project_root(paths: Sequence[str], config_path: Optional[str] = None) -> str:
     """The directory of the configuration file in use, else the nearest directory holding a
-    pyproject.toml / setup.py / setup.cfg / .git at or above the common parent of `paths`, else that parent."""
+    pyproject.toml / setup.py / setup.cfg / .git at or above the common parent of `paths`, else that parent.
+
+    With hierarchical configuration, callers pass a file's `Settings.root_config`: its closest
+    configuration, or the outermost one it `extend`s in a directory at or above its own (so a nested
+    configuration that extends the root's stays in the root's project; one that does not is a project)."""
     if config_path:
         return os.path.dirname(os.path.abspath(config_path))
     absolute = [os.path.abspath(p) for p in paths if p and p != "-"] or [os.getcwd()]
