@@ -425,6 +425,7 @@ class ConfigResolver:
         self._closest: Dict[str, Optional[str]] = {}  # directory -> its closest configuration file
         self._own: Dict[str, Optional[str]] = {}  # directory -> the configuration file in it, if any
         self._settings: Dict[Optional[str], Settings] = {}  # configuration file -> resolved settings
+        self.nested_projects: set = set()  # directories a project listing left out: projects of their own
         if run.config_path and hierarchical:
             self._settings[run.config_path] = self.run
 

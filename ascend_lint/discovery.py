@@ -257,6 +257,7 @@ def _switcher(resolver: "ConfigResolver", excluder_of, project_root: Optional[st
             return current
         if root is not None and absolute != root and settings.root_config and \
                 os.path.dirname(os.path.abspath(settings.root_config)) == absolute:
+            resolver.nested_projects.add(absolute)
             return SKIP
         return excluder_of(settings)
 

@@ -47,7 +47,17 @@ def build_workspace(preview: Optional[bool], target: Optional[str], start: str,
         if os.path.exists(path):
             workspace.rules(resolver.for_path(path))  # (a bad selection is an error now, not once per file)
             workspace.index_for(path)
+    done: set = set()
+    while resolver.nested_projects - done:  # projects of their own below the given directories, too
+        nested = min(resolver.nested_projects - done)
+        done.add(nested)
+        if any(os.path.isdir(p) and _below(nested, os.path.abspath(p)) for p in given):
+            workspace.index_for(nested)
     return workspace
+
+
+def _below(path: str, directory: str) -> bool:
+    return path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 class AscendLintChecker:

@@ -236,3 +236,23 @@ def test_load_settings_still_answers_for_one_directory(repo):
     assert load_settings(None, False, str(repo / "model_a" / "gen")).ignore == ["ASC101"]
     with pytest.raises(ConfigError):
         load_settings("missing.toml", False, str(repo))
+
+
+def test_flake8_on_a_directory_opens_the_projects_below_it_before_forking(tmp_path):
+    """A model folder with a configuration of its own is a project: flake8 sees its cross-file facts,
+    and its model is built once in flake8's main process, next to the root project's."""
+    pytest.importorskip("flake8")
+    write(tmp_path, {".git/HEAD": "ref: refs/heads/main\n", "pyproject.toml": "[tool.ascend-lint]\n",
+                     "tools/x.py": BAD, "model_c/pyproject.toml": "[tool.ascend-lint]\n",
+                     "model_c/utils.py": UTILS, "model_c/train.py": TRAIN.format(module="utils")})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLAKE8")}
+    proc = subprocess.run([sys.executable, "-m", "flake8", "-j", "2", "--select", "ASC", "."], cwd=str(tmp_path),
+                          capture_output=True, text=True, env=env, timeout=120)
+    codes = sorted(line.split()[1] + " " + line.split(":")[0] for line in proc.stdout.splitlines())
+    assert codes == ["ASC101 ./tools/x.py", "ASC202 ./model_c/utils.py"], proc.stdout + proc.stderr
+    stores = list((tmp_path / ".ascend_lint_cache").glob("project-v*/*"))
+    assert len(stores) == 2
+    from ascend_lint.flake8_plugin import build_workspace
+
+    workspace = build_workspace(None, None, str(tmp_path), [str(tmp_path)])  # what parse_options builds
+    assert sorted(workspace.indexes) == [str(tmp_path), str(tmp_path / "model_c")]
