@@ -121,6 +121,7 @@ def light_summary(text: str) -> Summary:
     config_spans: List[Tuple[int, int]] = []  # configuration classes: their defaults are read by a small parse
     current_class: Optional[Tuple[int, str, int]] = None  # (end offset, name, method indentation or -1)
     line, pos = 0, 0
+    covered = 0  # the furthest end of the def spans so far
     count = masked.count
     for m in _STMT_START_RE.finditer(masked):
         start = m.start() + 1
@@ -158,8 +159,6 @@ def light_summary(text: str) -> Summary:
             found = _DEF_RE.match(masked, head)
             if not found:
                 continue
-            end = _block_end(masked, start, width)
-            spans.append((start, end))
             name = found.group(1)
             qual = None
             if width == 0:
@@ -168,6 +167,11 @@ def light_summary(text: str) -> Summary:
                 current_class = (current_class[0], current_class[1], width)
                 qual = f"{current_class[1]}.{name}"
                 classes[current_class[1]][2].append(name)
+            if qual is None and start < covered:
+                continue  # nested in a def whose span is known: its own span adds nothing
+            end = _block_end(masked, start, width)
+            spans.append((start, end))
+            covered = max(covered, end)
             if qual is not None and qual not in defs:
                 owners.append((found.end(), end, qual, line))
                 defs[qual] = [line, line + count("\n", start, end), []]
@@ -179,7 +183,11 @@ def light_summary(text: str) -> Summary:
         target, value = m.group(2)[::-1], m.group(1)[::-1]
         if target.split(".", 1)[0] in known and value.split(".", 1)[0] in known and \
                 not target.startswith(("self.", "cls.")) and value[:1].isalpha() or value[:1] == "_":
-            patches.append([target, value, count("\n", 0, len(reverse) - m.start()) + 1])
+            patches.append([target, value, len(reverse) - m.start()])  # (an offset: the line follows)
+    line, done = 1, 0
+    for record in reversed(patches):  # offsets -> lines, counting each stretch once (matches come last first)
+        line += count("\n", done, record[2])
+        done, record[2] = record[2], line
     if "register_patch" in masked:
         for m in _REGISTRAR_RE.finditer(masked):
             if m.group("value").split(".", 1)[0] in known:
