@@ -12,6 +12,7 @@ import fnmatch
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -25,6 +26,8 @@ DEFAULT_EXCLUDES = (
     "__pypackages__",
 )
 
+
+RACY_NS = 2_000_000_000  # a directory changed this recently is listed again next time
 
 _NAME_PATTERN = re.compile(r"[\w.*-]+\Z")
 
@@ -103,6 +106,7 @@ class Excluder:
         self._name_memo: Dict[str, bool] = {}
         self.gitignore = settings.respect_gitignore
         self._ignores: Dict[str, Optional[Matcher]] = {}
+        self.listing: Optional["Listing"] = None  # the cached listing discover() was given
 
     # ------------------------------------------------------------ settings patterns
     def by_settings(self, absolute: str, name: str, suffix: str) -> bool:
@@ -155,9 +159,13 @@ class Excluder:
                 return chain
             directory = parent
 
-    @staticmethod
-    def ignored_by(chain: Sequence[Tuple[str, Matcher]], absolute: str, suffix: str) -> bool:
+    def ignored_by(self, chain: Sequence[Tuple[str, Optional[Matcher]]], absolute: str, suffix: str) -> bool:
+        """Is `absolute` ignored by a .gitignore of `chain` (a None matcher: read that directory's now)?"""
         for base, matcher in chain:
+            if matcher is None:
+                matcher = self.gitignore_in(base)
+                if matcher is None:
+                    continue
             rel = absolute[len(base) + 1:] if base != os.sep else absolute[1:]
             if matcher.match(rel.replace(os.sep, "/") + suffix):
                 return True
@@ -174,16 +182,20 @@ class Excluder:
         return self.ignored_by(self.chain_above(absolute), absolute, suffix)
 
 
-def discover(paths: Sequence[str], settings: Settings,
-             report: Optional[DiscoveryReport] = None) -> Tuple[List[Target], List[str]]:
+def discover(paths: Sequence[str], settings: Settings, report: Optional[DiscoveryReport] = None,
+             listing: Optional["Listing"] = None) -> Tuple[List[Target], List[str]]:
     """Files to lint (sorted, de-duplicated) and paths that do not exist.
 
     Rejected patterns and unreadable directories go to `report`; without one they are printed
-    to stderr as warnings (never dropped silently).
+    to stderr as warnings (never dropped silently). `listing`: the directories' contents as last
+    listed, reused where a directory's mtime says nothing was added, removed or renamed in it.
     """
     own = report is None
     report = DiscoveryReport() if report is None else report
     excluder = Excluder(settings, report)
+    excluder.listing = listing
+    if listing is not None:
+        listing.seen.clear()  # (what this walk reaches: prune() forgets the rest)
     found: Dict[str, Target] = {}
     missing: List[str] = []
     for raw in paths:
@@ -209,42 +221,126 @@ def discover(paths: Sequence[str], settings: Settings,
     return [found[k] for k in sorted(found)], missing
 
 
+class Listing:
+    """What a walk found in each directory, kept between runs (the project store saves it): a directory
+    whose mtime is unchanged (nothing added, removed or renamed in it) and whose `.gitignore`, if any, is
+    unchanged is not listed again; an edited `.gitignore` re-lists its directory and everything below.
+    Valid only for the settings `key` it was made with (a different key starts empty)."""
+
+    SCHEMA = 1
+
+    def __init__(self, key: str, dirs: Optional[Dict[str, list]] = None) -> None:
+        self.key = key
+        # absolute directory -> [mtime_ns (0: racy, re-list), [Python files], [sub-directories],
+        #                        [.gitignore size, mtime_ns] or None, is a virtualenv]
+        self.dirs: Dict[str, list] = dirs or {}
+        self.above: Dict[str, list] = {}  # walked top -> [[directory, .gitignore stat]] of the .gitignores above
+        self.changed = False
+        self.seen: set = set()
+
+    @staticmethod
+    def key_for(settings: Settings) -> str:
+        return repr((Listing.SCHEMA, settings.exclude, list(settings.extend_exclude), settings.respect_gitignore,
+                     os.path.abspath(settings.project_root)))
+
+    def prune(self) -> None:
+        """Forget directories the last discover() did not reach (call it after a walk of the whole root)."""
+        gone = [d for d in self.dirs if d not in self.seen]
+        for directory in gone:
+            del self.dirs[directory]
+        self.changed = self.changed or bool(gone)
+
+
+def _stat_pair(path: str) -> Optional[List[int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
 def _walk(top: str, excluder: Excluder) -> Iterator[str]:
     """Python files below `top`; symlinked directories are not followed (no loops)."""
     absolute_top = os.path.abspath(top)
-    chain = excluder.chain_above(absolute_top)
-    todo: List[Tuple[str, str, List[Tuple[str, Matcher]]]] = [(top, absolute_top, chain)]
+    chain: List[Tuple[str, Optional[Matcher]]] = list(excluder.chain_above(absolute_top))
+    listing = excluder.listing
+    fresh = False
+    if listing is not None:  # the .gitignore files above decide below: any change lists everything again
+        above = [[d, _stat_pair(os.path.join(d, ".gitignore"))] for d, _ in chain]
+        fresh = listing.above.get(absolute_top) != above
+        if fresh:
+            listing.above[absolute_top] = above
+            listing.changed = True
+    todo: List[Tuple[str, str, List[Tuple[str, Optional[Matcher]]], bool]] = [(top, absolute_top, chain, fresh)]
     while todo:
-        directory, absolute, chain = todo.pop()
-        try:
-            with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
-        except OSError as exc:
-            excluder.report.unreadable.append((directory, exc.strerror or str(exc)))
-            continue
-        names = {e.name for e in entries}
-        if "pyvenv.cfg" in names and directory != top:  # a virtualenv (found before descending)
-            continue
-        if excluder.gitignore and ".gitignore" in names:
-            matcher = excluder.gitignore_in(absolute)
-            if matcher is not None:
-                chain = [(absolute, matcher)] + chain
-        subdirs = []
-        for entry in entries:
-            name = entry.name
+        directory, absolute, chain, fresh = todo.pop()
+        known = listing.dirs.get(absolute) if listing is not None else None
+        if listing is not None:
+            listing.seen.add(absolute)
+        previous = known
+        if known is not None and not fresh:
             try:
-                is_dir = entry.is_dir()
+                mtime = os.stat(directory).st_mtime_ns
             except OSError:
-                is_dir = False
-            child = os.path.join(absolute, name)
-            if is_dir:
-                if entry.is_symlink():
-                    continue
-                if excluder.by_settings(child, name, "/") or excluder.ignored_by(chain, child, "/"):
-                    continue
-                subdirs.append((os.path.join(directory, name), child))
-            elif name.endswith(PY_SUFFIXES):
-                if not (excluder.by_settings(child, name, "") or excluder.ignored_by(chain, child, "")):
-                    yield os.path.join(directory, name)
-        for sub, child in reversed(subdirs):
-            todo.append((sub, child, chain))
+                mtime = -1
+            if mtime != known[0] or not known[0] or (
+                    excluder.gitignore and known[3] != (
+                        _stat_pair(os.path.join(absolute, ".gitignore")) if known[3] is not None else None)):
+                known = None
+        else:
+            known = None
+        if known is None:
+            known = _list_directory(directory, absolute, chain, excluder)
+            if known is None:
+                continue
+            # a .gitignore added, edited or removed here changes what is ignored below: list it all again
+            fresh = fresh or (previous is not None and previous[3] != known[3])
+            if listing is not None:
+                listing.dirs[absolute] = known
+                listing.changed = True
+        if known[4] and directory != top:  # a virtualenv (found before descending)
+            continue
+        if known[3] is not None and excluder.gitignore:
+            chain = [(absolute, None)] + chain  # (read only if a directory below is listed again)
+        for name in known[1]:
+            yield os.path.join(directory, name)
+        for name in reversed(known[2]):
+            todo.append((os.path.join(directory, name), os.path.join(absolute, name), chain, fresh))
+
+
+def _list_directory(directory: str, absolute: str, chain: List[Tuple[str, Optional[Matcher]]],
+                    excluder: Excluder) -> Optional[list]:
+    """One directory's Listing entry (None: it cannot be listed, which is reported)."""
+    try:
+        mtime = os.stat(directory).st_mtime_ns
+        with os.scandir(directory) as entries_iter:
+            entries = sorted(entries_iter, key=lambda e: e.name)
+    except OSError as exc:
+        excluder.report.unreadable.append((directory, exc.strerror or str(exc)))
+        return None
+    if time.time_ns() - mtime < RACY_NS:
+        mtime = 0  # changed just now: it may change again within the same mtime tick
+    names = {e.name for e in entries}
+    ignore = _stat_pair(os.path.join(absolute, ".gitignore")) if ".gitignore" in names else None
+    if ignore is not None and excluder.gitignore:
+        matcher = excluder.gitignore_in(absolute)
+        if matcher is not None:
+            chain = [(absolute, matcher)] + chain
+    files, subdirs = [], []
+    for entry in entries:
+        name = entry.name
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        child = os.path.join(absolute, name)
+        if is_dir:
+            if entry.is_symlink():
+                continue
+            if excluder.by_settings(child, name, "/") or excluder.ignored_by(chain, child, "/"):
+                continue
+            subdirs.append(name)
+        elif name.endswith(PY_SUFFIXES):
+            if not (excluder.by_settings(child, name, "") or excluder.ignored_by(chain, child, "")):
+                files.append(name)
+    return [mtime, files, subdirs, ignore, "pyvenv.cfg" in names]

@@ -111,10 +111,13 @@ class ProjectIndex:
 
     def list_files(self) -> List[str]:
         """Every Python file under the root, with discovery's excludes (symlinked directories not followed)."""
-        from ..discovery import discover
+        from ..discovery import Listing, discover
 
         settings = replace(self.settings, project_root=self.root, force_exclude=False)
-        targets, _missing = discover([self.root], settings)
+        listing = self.store.listing(Listing.key_for(settings)) if self.store is not None else None
+        targets, _missing = discover([self.root], settings, listing=listing)
+        if listing is not None:
+            listing.prune()
         return [t.path for t in targets]
 
     def load(self, files: Optional[List[str]] = None) -> None:
