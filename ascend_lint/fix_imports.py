@@ -9,8 +9,8 @@
   `torch_npu`), or else after the leading imports (after a module docstring and `from __future__`). An
   import the fixed file does not name (registering `torch_npu` for `.npu()`) carries `# noqa: F401`, so
   pyflakes, flake8 and `ruff --fix` keep it.
-- What a fix leaves unused: a top-level import the file used before the fix and no longer uses is removed
-  when removing it cannot change what runs (a stdlib module, or a package another import still loads:
+- What a fix leaves unused: an import (top-level, or inside a function or block) the file used before the
+  fix and no longer uses is removed when removing it cannot change what runs (a stdlib module, or a package another import still loads:
   `torch` for `torch.optim`); otherwise it stays, marked `# noqa: F401` (`import torch_npu` registers the
   NPU backend even when nothing names it any more).
 """
@@ -314,42 +314,73 @@ def _render(stmt: ast.stmt, aliases: Sequence[ast.alias]) -> str:
     return f"from {'.' * stmt.level}{stmt.module or ''} import {names}"
 
 
+def _nested_unused(before: ast.Module, after: ast.Module) -> Tuple[List[Binding], Dict[int, List[ast.stmt]]]:
+    """Imports inside functions, classes and if/try blocks of `after` whose name the file read before
+    the fixes and reads nowhere now; and each such statement's block (by statement id)."""
+    def loads(tree: ast.Module) -> Set[str]:
+        return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+
+    read_before, read_after = loads(before), loads(after)
+    top = {id(stmt) for stmt in after.body}
+    unused: List[Binding] = []
+    blocks: Dict[int, List[ast.stmt]] = {}
+    for node in ast.walk(after):
+        for field_name in ("body", "orelse", "finalbody"):
+            block = getattr(node, field_name, None)
+            if not isinstance(block, list) or node is after:
+                continue
+            for stmt in block:
+                if id(stmt) in top or not isinstance(stmt, _IMPORTS):
+                    continue
+                found = [b for b in bindings_of(stmt) if b.name in read_before and b.name not in read_after]
+                if found:
+                    unused.extend(found)
+                    blocks[id(stmt)] = block
+    return unused, blocks
+
+
 def clean_unused_imports(text: str, before: ast.Module, after: ast.Module) -> Tuple[str, List[str]]:
     """`text` (whose tree is `after`) without the imports the fixes left unused, or with them marked
     `# noqa: F401` where removing them could change what runs. Returns (text, problems): a problem names
     an import that could be neither removed nor marked (it shares its line with other statements)."""
     unused = newly_unused(before, after)
-    if not unused:
+    nested, blocks = _nested_unused(before, after)
+    if not unused and not nested:
         return text, []
+    unused += nested
     gone = {id(b.alias) for b in unused}
     removable = {id(b.alias) for b in unused if _still_loaded(b.module, gone, after)}
     lines = split_lines(text, keepends=True)
     problems: List[str] = []
-    body = after.body
     by_stmt: Dict[int, List[Binding]] = {}
     for b in unused:
         by_stmt.setdefault(id(b.stmt), []).append(b)
+    statements = {id(b.stmt): b.stmt for b in unused}
+    remaining = {id(block): len(block) for block in blocks.values()}  # statements a block keeps
     # bottom-up, so earlier line numbers stay valid
-    for index in sorted((i for i, s in enumerate(body) if id(s) in by_stmt), reverse=True):
-        stmt = body[index]
+    for stmt in sorted(statements.values(), key=lambda st: st.lineno, reverse=True):
+        block = blocks.get(id(stmt), after.body)
+        index = block.index(stmt)
         first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
-        shares = (index > 0 and (body[index - 1].end_lineno or 0) >= first) or (
-            index + 1 < len(body) and body[index + 1].lineno <= last)
+        shares = (index > 0 and (block[index - 1].end_lineno or 0) >= first) or (
+            index + 1 < len(block) and block[index + 1].lineno <= last)
         names = ", ".join(f"`{b.name}`" for b in by_stmt[id(stmt)])
         if shares:
             problems.append(f"it would leave {names} imported but unused (line {first})")
             continue
         staying = [a for a in stmt.names if id(a) not in removable]
-        if not staying:
+        if not staying and (block is after.body or remaining[id(block)] > 1):  # a block keeps a statement
             del lines[first - 1:last]
+            if block is not after.body:
+                remaining[id(block)] -= 1
             continue
-        if len(staying) < len(stmt.names):
+        if staying and len(staying) < len(stmt.names):
             tail = lines[last - 1]
             end = _char_col(tail, stmt.end_col_offset or 0)
             head = lines[first - 1][:_char_col(lines[first - 1], stmt.col_offset)]
             lines[first - 1:last] = [head + _render(stmt, staying) + tail[end:]]
             last = first
-        if any(id(a) not in removable for a in stmt.names if id(a) in gone):
+        if not staying or any(id(a) not in removable for a in stmt.names if id(a) in gone):
             marked = _mark_noqa_f401(lines[last - 1]) if first == last else None  # F401 is reported on line 1
             if marked is None:
                 problems.append(f"it would leave {names} imported but unused (line {first})")

@@ -167,6 +167,11 @@ def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, 
             continue
         before = current_tree if current_tree is not None else parse(current, path)
         cleaned, problems = clean_unused_imports(attempt.text, before, tree)
+        if not problems and cleaned != attempt.text:
+            try:
+                cleaned_tree = parse(cleaned, path)
+            except SourceError:
+                problems = ["removing the imports it leaves unused would break the file"]
         if problems:  # an import the fixes leave unused can be neither removed nor marked: drop those fixes
             culprits = _unused_import_culprits(current, before, attempt.applied, path)
             if not culprits:
@@ -178,7 +183,7 @@ def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, 
                 warn(f"{finding.code} fix at line {finding.line}: {problem}; fix dropped")
             continue
         if cleaned != attempt.text:
-            attempt.text, tree = cleaned, parse(cleaned, path)
+            attempt.text, tree = cleaned, cleaned_tree
         if attempt.text in seen:
             original.warnings = warnings + [
                 f"fixes {_codes(applied + attempt.applied)} are not idempotent (they undo each other); "
@@ -210,9 +215,13 @@ def _unused_import_culprits(text: str, before: ast.Module, fixes: Sequence[Findi
     for finding in fixes:
         try:
             attempt = _apply_once(text, [finding], before)
-            _, problems = clean_unused_imports(attempt.text, before, parse(attempt.text, path))
-        except (SourceError, _CannotFix):
+            cleaned, problems = clean_unused_imports(attempt.text, before, parse(attempt.text, path))
+            if not problems:
+                parse(cleaned, path)
+        except _CannotFix:
             continue
+        except SourceError:
+            problems = ["removing the imports it leaves unused would break the file"]
         if problems:
             culprits.append((finding, problems[0]))
     return culprits

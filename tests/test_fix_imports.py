@@ -94,3 +94,21 @@ def test_newly_unused_includes_shadowing_duplicates():
     before = ast.parse("import torch\nimport torch\ny = torch.x\n")
     after = ast.parse("import torch\nimport torch\ny = 1\n")
     assert [b.stmt.lineno for b in newly_unused(before, after)] == [2, 1]
+
+
+@pytest.mark.parametrize("before, after, cleaned", [
+    # an import inside a function or block that the fixes left unused: removed, its block kept non-empty
+    ("import torch\ndef f():\n    from torch.optim import SGD\n    return SGD\n",
+     "import torch\ndef f():\n    from torch.optim import SGD\n    return 1\n", "import torch\ndef f():\n    return 1\n"),
+    ("import torch\nif main:\n    from torch.optim import SGD\nelse:\n    from torch.optim import Adam\nx = SGD, Adam\n",
+     "import torch\nif main:\n    from torch.optim import SGD\nelse:\n    from torch.optim import Adam\nx = 1\n",
+     "import torch\nif main:\n    from torch.optim import SGD  # noqa: F401\nelse:\n"
+     "    from torch.optim import Adam  # noqa: F401\nx = 1\n"),
+    ("import torch\nif mup:\n    from mup import A\n    from mup import B\nx = A, B\n",
+     "import torch\nif mup:\n    from mup import A\n    from mup import B\nx = 1\n",
+     "import torch\nif mup:\n    from mup import A  # noqa: F401\n    from mup import B  # noqa: F401\nx = 1\n"),
+])
+def test_clean_nested_unused_imports(before, after, cleaned):
+    text, problems = _clean(before, after)
+    assert (text, problems) == (cleaned, [])
+    ast.parse(text)

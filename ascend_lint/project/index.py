@@ -319,12 +319,13 @@ def _parse(text: str) -> Any:
 def _read(path: str, st: Any) -> Optional[bytes]:
     import stat as stat_mod
 
+    from ..fileio import SourceError, read_bytes
+
     if not stat_mod.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
         return None  # FIFOs, devices, huge files: no facts (and never a blocking open)
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(MAX_FILE_BYTES + 1)
-    except OSError:
+    try:  # the one reader: non-blocking, regular files only (a file swapped for a FIFO meanwhile)
+        return read_bytes(path, MAX_FILE_BYTES)[0]
+    except SourceError:
         return None
 
 

@@ -102,7 +102,9 @@ class FusedOptimizerAvailable(Rule):
                        "(an explicit `if fused: NpuFusedAdam(...) else: torch.optim.Adam(...)` choice, or a "
                        "project's own `...FusedAdamW`), where the optimizer name is bound by an `if`/`try` chain "
                        "whose other branch imports a fused class (`try: from apex.optimizers import FusedAdam as "
-                       "AdamW` / `except ImportError: from torch.optim import AdamW`), where the call already "
+                       "AdamW` / `except ImportError: from torch.optim import AdamW`) or another optimizer (`if "
+                       "mup: from mup.optim import MuAdam as Adam` / `else: from torch.optim import Adam`), "
+                       "where the call already "
                        "chooses torch's own implementation (`fused=` or `foreach=` with any value but a literal "
                        "`False`: `fused=args.fused` is a configurable choice, and on Atlas A2/A3 recent torch_npu "
                        "runs the foreach implementation on the NPU), nor for a throwaway optimizer over fresh "
@@ -172,6 +174,9 @@ class FusedOptimizerAvailable(Rule):
         "model, opt = amp.initialize(model, opt, opt_level='O2')",
     )
     clean = (
+        # the branches of an if bind the name to different classes: torch's is one deliberate choice
+        "import torch, torch_npu\ndef make(model, mup):\n    if mup:\n        from mup.optim import MuAdam as Adam\n"
+        "    else:\n        from torch.optim import Adam\n    return Adam(model.parameters(), lr=1e-3)",
         # no NPU context: a GPU script
         "import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.1)",
         # a local class that happens to be called SGD
@@ -219,7 +224,7 @@ class FusedOptimizerAvailable(Rule):
         super().__init__(ctx, options)
         self._candidates: List[Tuple[ast.Call, str]] = []
         self._fused_seen: set = set()
-        self._fused_names: set = set()  # names some branch of an if/try binds to a fused class
+        self._fused_names: set = set()  # names an if/try chain binds to a fused or another class
         self._bf16_params = False
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -242,16 +247,22 @@ class FusedOptimizerAvailable(Rule):
         self._alternatives([node.body, node.orelse] + [h.body for h in node.handlers])
 
     def _alternatives(self, branches: List[List[ast.stmt]]) -> None:
-        """`try: from apex.optimizers import FusedAdam as AdamW` / `except ImportError: from torch.optim import
-        AdamW`: a name one branch binds to a fused class is the fused choice; the torch class is its fallback."""
+        """Names an if/try chain binds to a choice of optimizer class: one branch binds a fused class
+        (`try: from apex.optimizers import FusedAdam as AdamW` / `except ImportError: from torch.optim import
+        AdamW`), or branches bind the name to different classes (`if mup: from mup.optim import MuAdam as
+        Adam` / `else: from torch.optim import Adam`). The torch class is then one deliberate alternative."""
+        sources: Dict[str, set] = {}
         for branch in branches:
             for stmt in branch:
                 if isinstance(stmt, ast.ImportFrom):
-                    self._fused_names.update(a.asname or a.name for a in stmt.names if "Fused" in a.name)
+                    for a in stmt.names:
+                        sources.setdefault(a.asname or a.name, set()).add(f"{stmt.module or ''}.{a.name}")
                 elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                      and isinstance(stmt.value, (ast.Name, ast.Attribute))
-                      and "Fused" in (stmt.value.attr if isinstance(stmt.value, ast.Attribute) else stmt.value.id)):
-                    self._fused_names.add(stmt.targets[0].id)
+                      and isinstance(stmt.value, (ast.Name, ast.Attribute))):
+                    sources.setdefault(stmt.targets[0].id, set()).add(ast.unparse(stmt.value))
+        for name, bound in sources.items():
+            if any("Fused" in b.rsplit(".", 1)[-1] for b in bound) or len(bound) > 1:
+                self._fused_names.add(name)
 
     @staticmethod
     def _implementation_chosen(node: ast.Call) -> bool:
