@@ -417,6 +417,7 @@ class ProjectStore:
         self._index_stat: Optional[Tuple[int, int]] = None
         self._index_dirty = False
         self._summaries = _Shards(os.path.join(folder, "summaries"), header, SUMMARY_SHARDS)
+        self._listing: Any = None  # discovery.Listing, read on first use
         self._load_index()
 
     @classmethod
@@ -430,6 +431,21 @@ class ProjectStore:
             self.index = {k: v for k, v in data["files"].items()
                           if isinstance(v, list) and len(v) == 4 and type(v[0]) is int and type(v[1]) is int
                           and isinstance(v[2], str) and isinstance(v[3], str)}
+
+    def listing(self, key: str) -> Any:
+        """The project's directory listing as last walked with settings `key` (a discovery.Listing)."""
+        from .discovery import Listing
+
+        if self._listing is None or self._listing.key != key:
+            data, _ = _read_json(os.path.join(self.folder, "listing.json"))
+            dirs = data.get("dirs") if isinstance(data, dict) and data.get("key") == key else None
+            valid = isinstance(dirs, dict) and all(
+                isinstance(v, list) and len(v) == 5 and type(v[0]) is int and isinstance(v[1], list)
+                and isinstance(v[2], list) and (v[3] is None or isinstance(v[3], list)) for v in dirs.values())
+            self._listing = Listing(key, dirs if valid else None)
+            if valid and isinstance(data.get("above"), dict):
+                self._listing.above = data["above"]
+        return self._listing
 
     def stat_entry(self, relpath: str, size: int, mtime_ns: int) -> Optional[Tuple[str, str]]:
         """(content hash, shape) recorded for a file whose size and mtime have not changed (racy: None)."""
@@ -477,6 +493,10 @@ class ProjectStore:
             if self._index_dirty:
                 _write_json(os.path.join(self.folder, "index.json"), {"schema": PROJECT_SCHEMA, "files": self.index})
                 self._index_dirty = False
+            if self._listing is not None and self._listing.changed:
+                _write_json(os.path.join(self.folder, "listing.json"),
+                            {"key": self._listing.key, "above": self._listing.above, "dirs": self._listing.dirs})
+                self._listing.changed = False
             if digest is not None and tables is not None and self.model(digest) is None:
                 _write_json(os.path.join(self.folder, f"model-{digest[:32]}.json"),
                             {"digest": digest, "tables": tables})

@@ -12,12 +12,14 @@ import fnmatch
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .config import CONFIG_NAMES, ConfigResolver, Settings, ancestor, split_up
 
 PY_SUFFIXES = (".py", ".pyi")
+RACY_NS = 2_000_000_000  # a directory changed this recently is listed again next time
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
     ".pytest_cache", ".ruff_cache", ".ascend_lint_cache", "build", "dist", "node_modules",
@@ -113,6 +115,7 @@ class Excluder:
                       for levels, rests in sorted(above.items())]
         self._name_memo: Dict[str, bool] = {}
         self.gitignore = settings.respect_gitignore
+        self.listing_key = Listing.key_for(settings)  # a Listing entry made under other settings is stale
         self._ignores: Dict[str, Optional[Matcher]] = {}
 
     # ------------------------------------------------------------ settings patterns
@@ -174,9 +177,13 @@ class Excluder:
                 return chain
             directory = parent
 
-    @staticmethod
-    def ignored_by(chain: Sequence[Tuple[str, Matcher]], absolute: str, suffix: str) -> bool:
+    def ignored_by(self, chain: Sequence[Tuple[str, Optional[Matcher]]], absolute: str, suffix: str) -> bool:
+        """Is `absolute` ignored by a .gitignore of `chain` (a None matcher: read that directory's now)?"""
         for base, matcher in chain:
+            if matcher is None:
+                matcher = self.gitignore_in(base)
+                if matcher is None:
+                    continue
             rel = absolute[len(base) + 1:] if base != os.sep else absolute[1:]
             if matcher.match(rel.replace(os.sep, "/") + suffix):
                 return True
@@ -195,14 +202,16 @@ class Excluder:
 
 def discover(paths: Sequence[str], settings: Settings, report: Optional[DiscoveryReport] = None,
              resolver: Optional["ConfigResolver"] = None,
-             project_root: Optional[str] = None) -> Tuple[List[Target], List[str]]:
+             project_root: Optional[str] = None,
+             listing: Optional["Listing"] = None) -> Tuple[List[Target], List[str]]:
     """Files to lint (sorted, de-duplicated) and paths that do not exist.
 
     With a `resolver`, each directory's excludes are those of its closest configuration (ruff's
     hierarchical configuration): a directory holding a configuration switches to it for what is below.
     With `project_root` (listing a project's files), a directory whose configuration starts a project of
     its own is left out. Rejected patterns and unreadable directories go to `report`; without one they
-    are printed to stderr as warnings (never dropped silently).
+    are printed to stderr as warnings (never dropped silently). `listing`: the directories' contents as
+    last listed, reused where a directory's mtime says nothing was added, removed or renamed in it.
     """
     own = report is None
     report = DiscoveryReport() if report is None else report
@@ -215,6 +224,8 @@ def discover(paths: Sequence[str], settings: Settings, report: Optional[Discover
 
     excluder = excluder_of(settings)
     switch = _switcher(resolver, excluder_of, project_root) if resolver is not None else None
+    if listing is not None:
+        listing.seen.clear()  # (what this walk reaches: prune() forgets the rest)
     found: Dict[str, Target] = {}
     missing: List[str] = []
     for raw in paths:
@@ -222,10 +233,10 @@ def discover(paths: Sequence[str], settings: Settings, report: Optional[Discover
         if os.path.isdir(raw) and not os.path.islink(raw) or (os.path.isdir(raw) and raw.endswith(os.sep)):
             if settings.force_exclude and here.excluded(raw, True):
                 continue
-            for path in _walk(raw, here, switch):
+            for path in _walk(raw, here, switch, listing):
                 found.setdefault(os.path.normpath(path), Target(os.path.normpath(path), False))
         elif os.path.isdir(raw):  # a symlink to a directory named explicitly
-            for path in _walk(raw, here, switch):
+            for path in _walk(raw, here, switch, listing):
                 found.setdefault(os.path.normpath(path), Target(os.path.normpath(path), False))
         elif os.path.lexists(raw):
             if settings.force_exclude and here.excluded(raw, False):
@@ -264,48 +275,152 @@ def _switcher(resolver: "ConfigResolver", excluder_of, project_root: Optional[st
     return switch
 
 
-def _walk(top: str, excluder: Excluder, switch=None) -> Iterator[str]:
+class Listing:
+    """What a walk found in each directory, kept between runs (the project store saves it): a directory
+    whose mtime is unchanged (nothing added, removed or renamed in it) and whose `.gitignore`, if any, is
+    unchanged is not listed again; an edited `.gitignore` re-lists its directory and everything below.
+    Valid only for the settings `key` it was made with (a different key starts empty)."""
+
+    SCHEMA = 2
+
+    def __init__(self, key: str, dirs: Optional[Dict[str, list]] = None) -> None:
+        self.key = key
+        # absolute directory -> [mtime_ns (0: racy, re-list), [Python files], [sub-directories],
+        #                        [.gitignore size, mtime_ns] or None, is a virtualenv,
+        #                        [configuration file names], the key of the settings that filtered it]
+        self.dirs: Dict[str, list] = dirs or {}
+        self.above: Dict[str, list] = {}  # walked top -> [[directory, .gitignore stat]] of the .gitignores above
+        self.changed = False
+        self.seen: set = set()
+
+    @staticmethod
+    def key_for(settings: Settings) -> str:
+        return repr((Listing.SCHEMA, settings.exclude, list(settings.extend_exclude), settings.respect_gitignore,
+                     os.path.abspath(settings.project_root)))
+
+    def prune(self) -> None:
+        """Forget directories the last discover() did not reach (call it after a walk of the whole root)."""
+        gone = [d for d in self.dirs if d not in self.seen]
+        for directory in gone:
+            del self.dirs[directory]
+        self.changed = self.changed or bool(gone)
+
+
+def _stat_pair(path: str) -> Optional[List[int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _walk(top: str, excluder: Excluder, switch=None, listing: Optional[Listing] = None) -> Iterator[str]:
     """Python files below `top`; symlinked directories are not followed (no loops). `switch`: see
-    `_switcher` (hierarchical configuration)."""
+    `_switcher` (hierarchical configuration); `listing`: see `Listing`."""
     absolute_top = os.path.abspath(top)
-    chain = excluder.chain_above(absolute_top)
-    todo: List[Tuple[str, str, List[Tuple[str, Matcher]], Excluder]] = [(top, absolute_top, chain, excluder)]
+    chain: List[Tuple[str, Optional[Matcher]]] = list(excluder.chain_above(absolute_top))
+    fresh = False
+    if listing is not None:  # the .gitignore files above decide below: any change lists everything again
+        above = [[d, _stat_pair(os.path.join(d, ".gitignore"))] for d, _ in chain]
+        fresh = listing.above.get(absolute_top) != above
+        if fresh:
+            listing.above[absolute_top] = above
+            listing.changed = True
+    todo = [(top, absolute_top, chain, excluder, fresh)]
     while todo:
-        directory, absolute, chain, excluder = todo.pop()
-        try:
-            with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
-        except OSError as exc:
-            excluder.report.unreadable.append((directory, exc.strerror or str(exc)))
-            continue
-        names = {e.name for e in entries}
-        if "pyvenv.cfg" in names and directory != top:  # a virtualenv (found before descending)
+        directory, absolute, chain, excluder, fresh = todo.pop()
+        known = listing.dirs.get(absolute) if listing is not None else None
+        if listing is not None:
+            listing.seen.add(absolute)
+        previous = known
+        if known is not None and (fresh or not _unchanged(directory, absolute, known, excluder.gitignore)):
+            known = None
+        names = set(known[5]) if known is not None else None
+        entries = None
+        if known is None:
+            entries = _scan(directory, excluder.report)
+            if entries is None:
+                continue
+            names = {e.name for e in entries[1]}
+        venv = known[4] if known is not None else "pyvenv.cfg" in names
+        if venv and directory != top:  # a virtualenv (found before descending)
             continue
         if switch is not None and directory != top:
             switched = switch(absolute, names, excluder)
             if switched is SKIP:
                 continue
             excluder = switched
-        if excluder.gitignore and ".gitignore" in names:
-            matcher = excluder.gitignore_in(absolute)
-            if matcher is not None:
-                chain = [(absolute, matcher)] + chain
-        subdirs = []
-        for entry in entries:
-            name = entry.name
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            child = os.path.join(absolute, name)
-            if is_dir:
-                if entry.is_symlink():
-                    continue
-                if excluder.by_settings(child, name, "/") or excluder.ignored_by(chain, child, "/"):
-                    continue
-                subdirs.append((os.path.join(directory, name), child))
-            elif name.endswith(PY_SUFFIXES):
-                if not (excluder.by_settings(child, name, "") or excluder.ignored_by(chain, child, "")):
-                    yield os.path.join(directory, name)
-        for sub, child in reversed(subdirs):
-            todo.append((sub, child, chain, excluder))
+        if known is not None and known[6] != excluder.listing_key:
+            known, entries = None, _scan(directory, excluder.report)  # another configuration applies now
+            if entries is None:
+                continue
+        if known is None:
+            known = _list_directory(entries, absolute, chain, excluder)
+            # a .gitignore added, edited or removed here changes what is ignored below: list it all again
+            fresh = fresh or (previous is not None and previous[3] != known[3])
+            if listing is not None:
+                listing.dirs[absolute] = known
+                listing.changed = True
+        if known[3] is not None and excluder.gitignore:
+            chain = [(absolute, None)] + chain  # (read only if a directory below is listed again)
+        for name in known[1]:
+            yield os.path.join(directory, name)
+        for name in reversed(known[2]):
+            todo.append((os.path.join(directory, name), os.path.join(absolute, name), chain, excluder, fresh))
+
+
+def _unchanged(directory: str, absolute: str, known: list, gitignore: bool) -> bool:
+    """Does a directory's Listing entry still hold (same mtime, same .gitignore)?"""
+    try:
+        mtime = os.stat(directory).st_mtime_ns
+    except OSError:
+        return False
+    if not known[0] or mtime != known[0]:
+        return False
+    return not gitignore or known[3] is None or known[3] == _stat_pair(os.path.join(absolute, ".gitignore"))
+
+
+def _scan(directory: str, report: DiscoveryReport) -> Optional[Tuple[int, list]]:
+    """A directory's mtime (0 when it changed just now) and sorted entries; None (reported) if unreadable."""
+    try:
+        mtime = os.stat(directory).st_mtime_ns
+        with os.scandir(directory) as entries_iter:
+            entries = sorted(entries_iter, key=lambda e: e.name)
+    except OSError as exc:
+        report.unreadable.append((directory, exc.strerror or str(exc)))
+        return None
+    if time.time_ns() - mtime < RACY_NS:
+        mtime = 0  # changed just now: it may change again within the same mtime tick
+    return mtime, entries
+
+
+def _list_directory(scanned: list, absolute: str, chain: List[Tuple[str, Optional[Matcher]]],
+                    excluder: Excluder) -> list:
+    """One directory's Listing entry: [mtime, Python files, sub-directories, .gitignore stat or None,
+    is a virtualenv, configuration file names, the excluder's key]."""
+    mtime, entries = scanned
+    names = {e.name for e in entries}
+    ignore = _stat_pair(os.path.join(absolute, ".gitignore")) if ".gitignore" in names else None
+    if ignore is not None and excluder.gitignore:
+        matcher = excluder.gitignore_in(absolute)
+        if matcher is not None:
+            chain = [(absolute, matcher)] + chain
+    files, subdirs = [], []
+    for entry in entries:
+        name = entry.name
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        child = os.path.join(absolute, name)
+        if is_dir:
+            if entry.is_symlink():
+                continue
+            if excluder.by_settings(child, name, "/") or excluder.ignored_by(chain, child, "/"):
+                continue
+            subdirs.append(name)
+        elif name.endswith(PY_SUFFIXES):
+            if not (excluder.by_settings(child, name, "") or excluder.ignored_by(chain, child, "")):
+                files.append(name)
+    return [mtime, files, subdirs, ignore, "pyvenv.cfg" in names, sorted(names.intersection(CONFIG_NAMES)),
+            excluder.listing_key]

@@ -124,7 +124,6 @@ class Linter:
     def __init__(self, rules: Sequence[Type[Rule]], settings: Settings, project: object = None) -> None:
         self.rules = list(rules)
         self.settings = settings
-        self._triggers = tuple(sorted({t for r in self.rules for t in r.triggers or ("",)} | set(NPU_HINTS)))
         self._file_gates = tuple({r.file_triggers or ("",): None for r in self.rules})
         self._root = os.path.abspath(settings.project_root)
         # a project.index.ProjectIndex (anything with view_for(path)); None: each file is its own project
@@ -229,15 +228,15 @@ class Linter:
         rules = [r for r in rules if passed[r.file_triggers or ("",)]]
         if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
             return _Walk([], skipped, None, (), _summary_without_tree(text, path, light) if summarize else None)
-        present = scan.may_occur(self._triggers)  # (texts that are not words: maybe)
         aliases = scan.import_aliases()
 
-        def applies(rule: Type[Rule]) -> bool:
+        def applies(rule: Type[Rule]) -> bool:  # (only the triggers of rules still in play are tested)
+            present = scan.may_occur(rule.triggers or ("",))  # (texts that are not words: maybe)
             return (not self.prune or any(present[t] for t in rule.triggers or ("",))
                     or bool(aliases and alias_words(aliases, rule.triggers)))
 
         notes: Tuple[str, ...] = ()
-        if self.settings.target != "npu" and not any(present[h] and scan.occurs(h) for h in NPU_HINTS):
+        if self.settings.target != "npu" and not any(scan.occurs(h) for h in NPU_HINTS):
             gated = [r for r in rules if r.npu_context]
             skipped.update(r.code for r in gated)
             rules = [r for r in rules if not r.npu_context]
@@ -280,6 +279,7 @@ class Linter:
                 table.setdefault(node_type, []).append(getattr(inst, name))
         hit_lines = None
         if prune:
+            present = scan.may_occur(triggers)
             words = alias_words(aliases, tuple(sorted(triggers))) if aliases else ()
             hit_lines = scan.lines(sorted(t for t in triggers if present[t]), words)
         try:

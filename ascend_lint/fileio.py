@@ -20,7 +20,7 @@ NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 def split_lines(text: str, keepends: bool = False) -> List[str]:
     """Split on the newlines Python's tokenizer knows (not on form feeds etc. like str.splitlines)."""
     if not keepends:
-        return NEWLINE_RE.split(text)
+        return text.split("\n") if "\r" not in text else NEWLINE_RE.split(text)
     parts, start = [], 0
     for match in NEWLINE_RE.finditer(text):
         parts.append(text[start:match.end()])

@@ -8,7 +8,10 @@ hold a trigger. Both questions are answered here, each trigger text tested once 
   text), built once per file that passes the file gate: a word trigger (letters, digits, `_`) is
   looked for there only; any other text only if its identifier piece is there as a run;
 - import aliases are followed: after `from torch.optim import AdamW as AW`, the rule whose trigger
-  `Adam` names the imported object also sees the lines holding the word `AW`.
+  `Adam` names the imported object also sees the lines holding the word `AW`;
+- an operator trigger stands for the operator only: `@` is matrix multiplication, so a line that is
+  certainly a decorator (`@name` or `@name(...)` alone on its line, in a run of such lines that a `def`
+  or `class` line follows) does not hold it. A file whose only `@` are decorators is not parsed for it.
 """
 from __future__ import annotations
 
@@ -23,6 +26,9 @@ _NOT_WORD = bytes(c if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c ==
 _PIECE_RE = re.compile(r"[A-Za-z0-9_]{2,}")
 _WORD_RE = re.compile(r"[A-Za-z0-9_]+")
 _NAME_RE = re.compile(r"[A-Za-z_][\w.]*")
+OPERATORS = frozenset({"@"})  # triggers matched as operators (see `operator_lines`)
+_DECORATOR_RE = re.compile(r"[ \t]*@[A-Za-z_][\w.]*(?:\(.*\))?[ \t\r]*(?:#.*)?")
+_DECORATED_RE = re.compile(r"[ \t]*(?:def|async|class)[ \t]")
 
 
 def is_word(trigger: str) -> bool:
@@ -38,6 +44,7 @@ class TriggerText:
         self._present: Dict[str, bool] = {}
         self._maybe: Dict[str, bool] = {}
         self._words: Optional[str] = None
+        self._operators: Dict[str, List[int]] = {}
 
     def occurs(self, trigger: str) -> bool:
         """Does `trigger` occur anywhere in the text? (Each text is tested once.)"""
@@ -71,17 +78,33 @@ class TriggerText:
         boundaries (`'npu` needs a run starting `npu`), without scanning the text: the line scan
         that follows finds (or misses) it anyway."""
         maybe = self._maybe
-        words = self._word_runs()
-        for trigger, piece in _plan(tuple(triggers)):
+        words = None
+        for trigger in triggers:
             if trigger not in maybe:
+                if trigger in OPERATORS:
+                    maybe[trigger] = bool(self.operator_lines(trigger))
+                    continue
+                if words is None:
+                    words = self._word_runs()
+                piece = _PLAN.get(trigger, 0)
+                if piece == 0:
+                    piece = _plan((trigger,))[0][1]
+                    _PLAN[trigger] = piece
                 maybe[trigger] = (trigger if piece is None else piece) in words
         return maybe
+
+    def operator_lines(self, trigger: str) -> List[int]:
+        """Lines holding the operator `trigger` (`@`: decorator lines left out)."""
+        found = self._operators.get(trigger)
+        if found is None:
+            found = self._operators[trigger] = _matmul_lines(self.text) if trigger == "@" else []
+        return found
 
     def _word_runs(self) -> str:
         """The distinct identifier runs of the text, each between spaces."""
         if self._words is None:
             runs = self.text.encode("utf-8", "surrogatepass").translate(_NOT_WORD).split()
-            self._words = " " + b" ".join(set(runs)).decode("utf-8", "surrogatepass") + " "
+            self._words = " " + b" ".join(dict.fromkeys(runs)).decode("utf-8", "surrogatepass") + " "
         return self._words
 
     def import_aliases(self) -> List[Tuple[str, str]]:
@@ -111,7 +134,10 @@ class TriggerText:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         hits: Set[int] = set()
         for trigger in triggers:
-            _add_lines(text, trigger, hits, False)
+            if trigger in OPERATORS:
+                hits.update(self.operator_lines(trigger))
+            else:
+                _add_lines(text, trigger, hits, False)
         for word in words:
             _add_lines(text, word, hits, True)
         return sorted(hits)
@@ -138,6 +164,65 @@ def _add_lines(text: str, needle: str, hits: Set[int], whole_word: bool) -> None
         pos = find(needle, counted)
 
 
+def _matmul_lines(text: str) -> List[int]:
+    """Lines holding an `@` that may be the matrix-multiplication operator: every line with an `@` but
+    the decorators (a run of `@name` / `@name(...)` lines, comments and blank lines between them, that a
+    `def`, `async def` or `class` line follows). A multi-line decorator call counts as a hit."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    find = text.find
+    out: List[int] = []
+    pos = find("@")
+    line, counted = 1, 0
+    decided: Dict[int, bool] = {}  # line start offset -> is a decorator
+    while pos != -1:
+        line += text.count("\n", counted, pos)
+        start = text.rfind("\n", 0, pos) + 1
+        end = find("\n", pos)
+        end = len(text) if end == -1 else end
+        counted = start
+        if not _decorator_at(text, start, end, decided):
+            out.append(line)
+        pos = find("@", end)
+    return out
+
+
+def _decorator_at(text: str, start: int, end: int, decided: Dict[int, bool]) -> bool:
+    """Is the line text[start:end] one of a run of decorator lines that a `def` or `class` line follows?
+    (Not after a line ending in a backslash: that `@` continues an expression.)"""
+    if start in decided:
+        return decided[start]
+    run: List[int] = []  # the decorator lines' starts
+    verdict = False
+    while _DECORATOR_RE.fullmatch(text, start, end) and not (start >= 2 and text[start - 2] == "\\"):
+        run.append(start)
+        start, end = _next_code_line(text, end + 1)
+        if start == -1:
+            break
+        if start in decided:
+            verdict = decided[start]
+            break
+        if _DECORATED_RE.match(text, start, end):
+            verdict = True
+            break
+    for line_start in run:
+        decided[line_start] = verdict
+    return verdict and bool(run)
+
+
+def _next_code_line(text: str, start: int) -> Tuple[int, int]:
+    """(start, end) of the first line from offset `start` that is neither blank nor a comment; (-1, -1)."""
+    size = len(text)
+    while start < size:
+        end = text.find("\n", start)
+        end = size if end == -1 else end
+        stripped = text[start:end].strip()
+        if stripped and stripped[0] != "#":
+            return start, end
+        start = end + 1
+    return -1, -1
+
+
 def _word_char(text: str, index: int) -> bool:
     if index < 0 or index >= len(text):
         return False
@@ -154,6 +239,9 @@ def alias_words(aliases: Sequence[Tuple[str, str]], triggers: Iterable[str]) -> 
         if local not in found and local != name.rsplit(".", 1)[-1] and any(p in name for p in pieces):
             found.append(local)
     return found
+
+
+_PLAN: Dict[str, Optional[str]] = {}  # trigger -> its `_plan` piece
 
 
 @lru_cache(maxsize=None)

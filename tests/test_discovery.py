@@ -150,3 +150,46 @@ def test_gitignore_lookup_stops_at_the_project_root_and_reads_each_file_once(tmp
     found, _ = names(project, Settings(project_root=str(project)))
     assert found == ["a.py", "pkg/b.py"]
     assert opened == [str(project / "pkg" / ".gitignore")]
+
+
+def _age(root, seconds=10):
+    """Backdate every directory and .gitignore, so a cached listing trusts their mtimes (not 'racy')."""
+    import time
+
+    past = time.time() - seconds
+    for directory, _dirs, files in os.walk(root):
+        os.utime(directory, (past, past))
+        for name in files:
+            if name == ".gitignore":
+                os.utime(os.path.join(directory, name), (past, past))
+
+
+def test_a_cached_listing_gives_what_a_fresh_walk_gives_after_each_change(tmp_path):
+    from ascend_lint.discovery import Listing
+
+    settings = Settings(project_root=str(tmp_path))
+    listing = Listing(Listing.key_for(settings))
+
+    def cached():
+        targets, _ = discover([str(tmp_path)], settings, listing=listing)
+        return sorted(os.path.relpath(t.path, tmp_path) for t in targets)
+
+    for rel in ["a.py", "pkg/b.py", "pkg/deep/c.py", "venv/pyvenv.cfg", "venv/v.py"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    _age(tmp_path)
+    assert cached() == names(tmp_path)[0] == ["a.py", "pkg/b.py", "pkg/deep/c.py"]
+    assert listing.dirs and cached() == ["a.py", "pkg/b.py", "pkg/deep/c.py"]  # served from the listing
+    steps = [
+        lambda: (tmp_path / "pkg" / "deep" / "new.py").write_text("x = 1\n"),  # a file added
+        lambda: (tmp_path / "pkg" / "b.py").unlink(),  # a file removed
+        lambda: (tmp_path / ".gitignore").write_text("deep/\n"),  # a .gitignore added above
+        lambda: (tmp_path / ".gitignore").write_text("new.py\n"),  # ... and edited in place
+        lambda: (tmp_path / ".gitignore").unlink(),  # ... and removed
+        lambda: os.rename(tmp_path / "pkg" / "deep", tmp_path / "pkg" / "moved"),  # a directory renamed
+    ]
+    for step in steps:
+        step()
+        _age(tmp_path)
+        assert cached() == names(tmp_path)[0]
+    assert "pkg/deep" not in {os.path.relpath(d, tmp_path) for d in (listing.prune() or listing.dirs)}

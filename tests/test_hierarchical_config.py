@@ -256,3 +256,36 @@ def test_flake8_on_a_directory_opens_the_projects_below_it_before_forking(tmp_pa
 
     workspace = build_workspace(None, None, str(tmp_path), [str(tmp_path)])  # what parse_options builds
     assert sorted(workspace.indexes) == [str(tmp_path), str(tmp_path / "model_c")]
+
+
+def test_a_cached_listing_follows_an_edited_nested_configuration(tmp_path):
+    """The project index's cached listing and hierarchical excludes together: a directory listed under
+    one configuration is listed again when the configuration that applies to it changes."""
+    import time
+
+    from ascend_lint.discovery import Listing, discover
+
+    (tmp_path / "pyproject.toml").write_text("[tool.ascend-lint]\n")
+    for rel in ["a.py", "model/m.py", "model/gen/g.py"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    (tmp_path / "model" / ".ascend-lint.yaml").write_text("extend-exclude: [gen]\n")
+
+    def listed(listing):
+        resolver = ConfigResolver(load_settings(None, False, str(tmp_path)))
+        settings = resolver.for_dir(str(tmp_path))
+        targets, _ = discover([str(tmp_path)], settings, resolver=resolver, listing=listing)
+        return sorted(os.path.relpath(t.path, tmp_path) for t in targets)
+
+    def age():
+        past = time.time() - 10
+        for directory, _dirs, _files in os.walk(tmp_path):
+            os.utime(directory, (past, past))
+
+    age()
+    listing = Listing("k")
+    assert listed(listing) == listed(None) == ["a.py", "model/m.py"]
+    assert listed(listing) == ["a.py", "model/m.py"]  # served from the listing
+    (tmp_path / "model" / ".ascend-lint.yaml").write_text("extend-exclude: [m.py]\n")  # edited in place
+    age()
+    assert listed(listing) == listed(None) == ["a.py", "model/gen/g.py"]

@@ -121,3 +121,33 @@ def test_import_aliases_and_alias_words():
     assert [("c", "d"), ("e", "f"), ("x.y", "z"), ("r", "s")] == aliases
     assert alias_words(aliases, (".DataLoader(",)) == []  # an attribute text: no import aliases it
     assert alias_words([("torch.nn", "nn")], ("nn",)) == []  # spelled as imported: nothing to add
+
+
+@pytest.mark.parametrize("text, lines", [
+    ("@property\ndef f(self): pass\n", []),  # decorators are not the operator
+    ("@a\n@b(1, 2)  # c\n\n# x\nclass C: pass\n", []),
+    ("y = (x\n     @w\n     @v)\n", [2, 3]),  # continuation lines that look like decorators
+    ("y = (x\n     @w.T\n)\n", [2]),
+    ("y = x \\\n    @w\ndef f(): pass\n", [2]),  # after a backslash: the operator
+    ("@register(\n  'x')\ndef f(): pass\n", [1]),  # a multi-line decorator counts (cheap, never wrong)
+    ("  @staticmethod\r\n  def f(): pass\r\n", []),
+    ("a @= b\n@dec\ndef g(): pass\nc = d@e\n", [1, 4]),
+])
+def test_matmul_trigger_leaves_out_decorators(text, lines):
+    scan = TriggerText(text)
+    assert scan.lines(["@"]) == lines
+    assert scan.may_occur(["@"])["@"] is bool(lines)
+
+
+def test_a_file_whose_only_at_signs_are_decorators_is_not_parsed_for_matmul(monkeypatch):
+    import ascend_lint.engine as engine
+
+    parsed = []
+    monkeypatch.setattr(engine, "parse", lambda text, path: parsed.append(path) or __import__("ast").parse(text))
+    from ascend_lint.registry import select_rules
+
+    linter = Linter(select_rules(REGISTRY, Settings())[0], Settings())  # the default rules
+    linter.check("import torch\n\n@functools.lru_cache()\ndef f(x):\n    return x\n", "a.py")
+    assert parsed == []
+    linter.check("import torch\n\ndef f(x, w):\n    return x @ w\n", "b.py")
+    assert parsed == ["b.py"]

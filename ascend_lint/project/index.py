@@ -81,6 +81,7 @@ class ProjectIndex:
         self.summaries = _Summaries(self)
         self._model: Optional[ProjectModel] = None
         self._digest: Optional[str] = None
+        self._tree_changes: Dict[str, Summary] = {}  # files that gained only tree facts since the model
 
     @classmethod
     def open(cls, paths: Sequence[str], settings: Any, cache: bool = True,
@@ -116,14 +117,17 @@ class ProjectIndex:
 
     def list_files(self) -> List[str]:
         """Every Python file under the root, with discovery's excludes (symlinked directories not followed)."""
-        from ..discovery import discover
+        from ..discovery import Listing, discover
 
         if self.resolver is not None:
             settings = replace(self.resolver.for_dir(self.root), force_exclude=False)
-            targets, _missing = discover([self.root], settings, resolver=self.resolver, project_root=self.root)
         else:
             settings = replace(self.settings, project_root=self.root, force_exclude=False)
-            targets, _missing = discover([self.root], settings)
+        listing = self.store.listing(Listing.key_for(settings)) if self.store is not None else None
+        targets, _missing = discover([self.root], settings, resolver=self.resolver,
+                                     project_root=self.root if self.resolver is not None else None, listing=listing)
+        if listing is not None:
+            listing.prune()
         return [t.path for t in targets]
 
     def load(self, files: Optional[List[str]] = None) -> None:
@@ -202,12 +206,16 @@ class ProjectIndex:
         if rel is None:
             return
         summary = summary if summary is not None else _empty()
-        if self.summaries.get(rel) != summary:
+        old = self.summaries.get(rel)
+        if old != summary:
             old_shape = self.shapes.get(rel) if self.store is not None else None
             self.summaries[rel] = summary
             self.shapes[rel] = None
-            if old_shape is None or self.shape(rel) != old_shape:
-                self._model = None  # (the same shape: only lines moved, the model stands)
+            if old_shape is None or self.shape(rel) != old_shape:  # (the same shape: only lines moved)
+                if self._model is not None and old is not None and tree_facts_only(old, summary):
+                    self._tree_changes[rel] = summary  # the model is brought up to date cheaply
+                else:
+                    self._model = None
         if sha:
             self.hashes[rel] = sha
             if self.store is not None:
@@ -263,12 +271,18 @@ class ProjectIndex:
     def model(self) -> ProjectModel:
         """The model of the current summaries (built once per change of shape; loaded from the store when
         it has a model of these shapes)."""
-        if self._model is not None:
+        if self._model is not None and not self._tree_changes:
             return self._model
         digest = self.digest() if self.store is not None else None
         tables = self.store.model(digest) if digest is not None else None
+        refreshed = None
+        if tables is None and self._model is not None:
+            refreshed = self._model.with_tree_facts(self._tree_changes)
+        self._tree_changes = {}
         if tables is not None and tables.get("schema") == MODEL_SCHEMA:
             self._model = ProjectModel(tables)
+        elif refreshed is not None:
+            self._model = refreshed
         else:
             files = {rel: self.summaries[rel] for rel in self.shapes}
             self._model = ProjectModel.build(files, getattr(self.settings, "runtime_migration", "auto"),
@@ -291,6 +305,14 @@ class ProjectIndex:
             model = self.model()
             complete = not self.incomplete() and not any(h.startswith("buffer:") for h in self.hashes.values())
             self.store.save(self._digest if complete else None, model.tables() if complete else None)
+
+
+TREE_KEYS = frozenset({"light", "steps", "models", "amp_calls"})  # what summarize() adds to a light summary
+
+
+def tree_facts_only(old: Summary, new: Summary) -> bool:
+    """Did a text-only summary become `new` by gaining only the facts read from the tree?"""
+    return bool(old.get("light")) and all(old.get(k) == new.get(k) for k in set(old) | set(new) if k not in TREE_KEYS)
 
 
 def _empty() -> Summary:

@@ -281,6 +281,7 @@ class ProjectModel:
         self.config: Dict[str, Dict[str, Any]] = tables.get("config", {})
         self.aliases: Dict[str, str] = tables.get("aliases", {})  # re-exported name -> defining name
         self.all_migrated: bool = tables.get("all_migrated", False)
+        self.builder: Optional["_Builder"] = None  # set by build(): what with_tree_facts() reuses
 
     # ------------------------------------------------------------------ queries
     def module_of(self, relpath: str) -> Optional[str]:
@@ -364,6 +365,13 @@ class ProjectModel:
         """The model of a project whose files (paths relative to the root, '/'-separated) have these summaries."""
         return _Builder(files, runtime_migration, tuple(migrating_modules)).build()
 
+    def with_tree_facts(self, changed: Mapping[str, Summary]) -> Optional["ProjectModel"]:
+        """The model once `changed` files gained only the facts that need a syntax tree (step loops,
+        precision decisions): classes, patches, migration and configuration stand, roles and precisions
+        are worked out again. None when this model was not built here (loaded from the store)."""
+        builder = self.builder
+        return builder.refresh(changed) if builder is not None else None
+
 
 class _Builder:
     def __init__(self, files: Mapping[str, Summary], runtime_migration: Any, extra: Tuple[str, ...]) -> None:
@@ -394,6 +402,20 @@ class _Builder:
         self._migration()
         self._precision()
         self._config()
+        m.builder = self
+        return m
+
+    def refresh(self, changed: Mapping[str, Summary]) -> ProjectModel:
+        """See ProjectModel.with_tree_facts: the parts that do not use tree facts are kept."""
+        self.r.files.update(changed)
+        old = self.model
+        m = self.model = ProjectModel()
+        m.module_ids, m.kinds, m.replaced_names, m.aliases = old.module_ids, old.kinds, old.replaced_names, old.aliases
+        m.migrated_modules, m.all_migrated, m.config = old.migrated_modules, old.all_migrated, old.config
+        self._roles()
+        self._precision()
+        m.builder = self
+        old.builder = None
         return m
 
     # --------------------------------------------------------------- classes

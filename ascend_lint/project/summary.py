@@ -20,6 +20,7 @@ import keyword
 import re
 import sys
 import warnings
+from collections import deque
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .data import PATCH_REGISTRARS, PRECISION_WORDS, STEP_WORDS
@@ -121,6 +122,7 @@ def light_summary(text: str) -> Summary:
     config_spans: List[Tuple[int, int]] = []  # configuration classes: their defaults are read by a small parse
     current_class: Optional[Tuple[int, str, int]] = None  # (end offset, name, method indentation or -1)
     line, pos = 0, 0
+    covered = 0  # the furthest end of the def spans so far
     count = masked.count
     for m in _STMT_START_RE.finditer(masked):
         start = m.start() + 1
@@ -158,8 +160,6 @@ def light_summary(text: str) -> Summary:
             found = _DEF_RE.match(masked, head)
             if not found:
                 continue
-            end = _block_end(masked, start, width)
-            spans.append((start, end))
             name = found.group(1)
             qual = None
             if width == 0:
@@ -168,6 +168,11 @@ def light_summary(text: str) -> Summary:
                 current_class = (current_class[0], current_class[1], width)
                 qual = f"{current_class[1]}.{name}"
                 classes[current_class[1]][2].append(name)
+            if qual is None and start < covered:
+                continue  # nested in a def whose span is known: its own span adds nothing
+            end = _block_end(masked, start, width)
+            spans.append((start, end))
+            covered = max(covered, end)
             if qual is not None and qual not in defs:
                 owners.append((found.end(), end, qual, line))
                 defs[qual] = [line, line + count("\n", start, end), []]
@@ -179,7 +184,11 @@ def light_summary(text: str) -> Summary:
         target, value = m.group(2)[::-1], m.group(1)[::-1]
         if target.split(".", 1)[0] in known and value.split(".", 1)[0] in known and \
                 not target.startswith(("self.", "cls.")) and value[:1].isalpha() or value[:1] == "_":
-            patches.append([target, value, count("\n", 0, len(reverse) - m.start()) + 1])
+            patches.append([target, value, len(reverse) - m.start()])  # (an offset: the line follows)
+    line, done = 1, 0
+    for record in reversed(patches):  # offsets -> lines, counting each stretch once (matches come last first)
+        line += count("\n", done, record[2])
+        done, record[2] = record[2], line
     if "register_patch" in masked:
         for m in _REGISTRAR_RE.finditer(masked):
             if m.group("value").split(".", 1)[0] in known:
@@ -304,25 +313,29 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
         from ..semantic import FileContext  # (semantic imports this package: import it late)
 
         ctx = FileContext("<summary>", text, tree)
-    lines = text.split("\n")
+    step_lines = _word_lines(text, STEP_WORDS)
+    precision_lines = _word_lines(text, PRECISION_WORDS)
+    fp_lines: Optional[List[int]] = None
     known = _known_roots(summary["imports"], summary["classes"], summary["defs"]) | {"self"}
     steps: List[list] = []
     models: List[list] = []
     amp_calls: List[list] = []
     for owner, node in _bodies(tree):
         if owner:
-            segment = "\n".join(lines[node.lineno - 1:node.end_lineno])
+            first, last = node.lineno, node.end_lineno or node.lineno
             body = node.body
         else:  # the module's own statements (functions and classes are bodies of their own)
-            segment = text
+            first, last = 1, 1 << 30
             body = [stmt for stmt in tree.body if not isinstance(stmt, _SCOPES)]
-        if any(w in segment for w in STEP_WORDS):
+        if _any_within(step_lines, first, last):
             for step in _step_loops(ctx, owner, body):
                 step[2] = {n: line for n, line in step[2].items() if n.split(".", 1)[0] in known}
                 if step[2]:
                     steps.append(step)
-        if any(w in segment for w in PRECISION_WORDS):
-            Precision(owner, any(w in segment for w in _FP_WORDS), models, amp_calls).scan(body)
+        if _any_within(precision_lines, first, last):
+            if fp_lines is None:
+                fp_lines = _word_lines(text, _FP_WORDS)
+            Precision(owner, _any_within(fp_lines, first, last), models, amp_calls).scan(body)
     amp_calls = [c for c in amp_calls if c[0].split(".", 1)[0] in known]
     if steps:
         summary["steps"] = steps
@@ -331,6 +344,27 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     if amp_calls:
         summary["amp_calls"] = amp_calls
     return summary
+
+
+def _word_lines(text: str, words: Sequence[str]) -> List[int]:
+    """Sorted numbers of the lines (counted by '\\n' alone) that hold one of `words`."""
+    hits = set()
+    count = text.count
+    for word in words:
+        pos = text.find(word)
+        line, done = 1, 0
+        while pos != -1:
+            line += count("\n", done, pos)
+            done = pos
+            hits.add(line)
+            pos = text.find(word, pos + 1)
+    return sorted(hits)
+
+
+def _any_within(lines: List[int], first: int, last: int) -> bool:
+    """Does the sorted list `lines` hold a number in [first, last]?"""
+    i = bisect.bisect_left(lines, first)
+    return i < len(lines) and lines[i] <= last
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -373,16 +407,34 @@ def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
     """The nodes of a statement that belong to it alone: a compound statement's header, or a simple
     statement whole (nested bodies are statements of their own in `_statements`)."""
     if not isinstance(stmt, _BLOCKS):
-        yield from ast.walk(stmt)
+        yield from _walk(stmt)
         return
     if isinstance(stmt, _SCOPES):
         return
     for name in ("test", "iter", "target", "subject"):
         value = getattr(stmt, name, None)
         if value is not None:
-            yield from ast.walk(value)
+            yield from _walk(value)
     for item in getattr(stmt, "items", ()) or ():
-        yield from ast.walk(item)
+        yield from _walk(item)
+
+
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _walk(node: ast.AST) -> Iterator[ast.AST]:
+    """ast.walk (the same order) without the leaves no caller here looks at: contexts and operators."""
+    todo = deque([node])
+    pop, append, extend = todo.popleft, todo.append, todo.extend
+    while todo:
+        node = pop()
+        yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES))
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                append(value)
 
 
 def call_text(func: ast.AST) -> Optional[str]:
@@ -528,9 +580,10 @@ class Precision:
         statements = list(_statements(body))
         for stmt in statements:
             self._bind(stmt)
-            for node in _expressions(stmt):
-                if isinstance(node, ast.Call):
-                    self._call(node)
+            if self.classes:  # (a call decides something only about a model constructed before it)
+                for node in _expressions(stmt):
+                    if isinstance(node, ast.Call):
+                        self._call(node)
             if isinstance(stmt, (ast.With, ast.AsyncWith)):
                 self._autocast_body(stmt)
         for stmt in statements if self.decided else ():  # a model passed to a function carries its precision

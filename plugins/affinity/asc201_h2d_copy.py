@@ -206,6 +206,7 @@ class HostToDeviceCopyInForward(Rule):
         self._graph_mode = False  # the file runs MindSpore in GRAPH_MODE
         self._ms_findings: List[object] = []  # findings about MindSpore Tensor(...) (dropped in GRAPH_MODE)
         self._parent_maps: Dict[int, Dict[int, ast.AST]] = {}  # hot method id -> child id -> parent (fix only)
+        self._class_scans: Dict[tuple, tuple] = {}  # (class, __init__, self name) -> _class_scan (fix only)
 
     # ------------------------------------------------------------------ detection
     def visit_Call(self, node: ast.Call) -> None:
@@ -646,28 +647,47 @@ class HostToDeviceCopyInForward(Rule):
         built from literals, `__init__` arguments, module constants and pure builtins/numpy (not a
         parameter, module or tensor, whose value changes as the model trains), and nothing in the class
         changes it in place?"""
-        params = {a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs} - {self_name}
+        changed, values, params, locals_ = self._class_scan(cls, init, self_name)
+        if attr in changed:
+            return False
+        assigned = values.get(attr, [])
+        return bool(assigned) and all(v is not None and self._plain_data(v, params, locals_) for v in assigned)
+
+    def _class_scan(self, cls: ast.ClassDef, init: ast.FunctionDef, self_name: str) -> tuple:
+        """One pass over a class for `_plain_attribute`: the `self` attributes changed in place anywhere in
+        it, the values `__init__` assigns to each, `__init__`'s parameters and its single-assignment locals."""
+        key = (id(cls), id(init), self_name)
+        found = self._class_scans.get(key)
+        if found is not None:
+            return found
+        changed: Set[str] = set()
         for sub in ast.walk(cls):
-            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and _is_self_attr(
-                    sub.func.value, self_name, attr) and (sub.func.attr in MUTATORS or sub.func.attr.endswith("_")):
-                return False
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and _self_attr(
+                    sub.func.value, self_name) and (sub.func.attr in MUTATORS or sub.func.attr.endswith("_")):
+                changed.add(sub.func.value.attr)
             if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                 for target in targets:
-                    if isinstance(target, ast.Subscript) and _is_self_attr(target.value, self_name, attr):
-                        return False
-        values = [sub.value for sub in ast.walk(init) if isinstance(sub, (ast.Assign, ast.AnnAssign))
-                  and any(_is_self_attr(t, self_name, attr)
-                          for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))]
+                    if isinstance(target, ast.Subscript) and _self_attr(target.value, self_name):
+                        changed.add(target.value.attr)
+        params = {a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs} - {self_name}
+        values: Dict[str, List[Optional[ast.expr]]] = {}
         local_values: Dict[str, List[ast.expr]] = {}  # `half = channels // 2` in __init__
         for sub in ast.walk(init):
+            if isinstance(sub, (ast.Assign, ast.AnnAssign)):
+                seen: Set[str] = set()
+                for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
+                    if _self_attr(target, self_name) and target.attr not in seen:
+                        seen.add(target.attr)
+                        values.setdefault(target.attr, []).append(sub.value)
             if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
                 local_values.setdefault(sub.targets[0].id, []).append(sub.value)
             elif isinstance(sub, (ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
                 for name in (n.id for n in ast.walk(sub) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)):
                     local_values[name] = []  # bound some other way: not followed
         locals_ = {name: vals[0] for name, vals in local_values.items() if len(vals) == 1 and name not in params}
-        return bool(values) and all(v is not None and self._plain_data(v, params, locals_) for v in values)
+        found = self._class_scans[key] = (changed, values, params, locals_)
+        return found
 
     def _plain_data(self, expr: ast.expr, params: Set[str], locals_: Dict[str, ast.expr], depth: int = 0) -> bool:
         ctx = self.ctx
@@ -894,9 +914,9 @@ def _inside(outer: ast.AST, inner: ast.AST) -> bool:
         (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
 
 
-def _is_self_attr(node: ast.AST, self_name: str, attr: str) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)
-            and node.value.id == self_name)
+def _self_attr(node: ast.AST, self_name: str) -> bool:
+    """`self.<any attribute>`."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self_name
 
 
 def _is_call_target(expr: ast.AST, attribute: ast.Attribute) -> bool:

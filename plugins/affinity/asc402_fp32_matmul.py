@@ -210,6 +210,7 @@ class Fp32Matmul(Rule):
         self.pending: List[Tuple[ast.AST, str, str, str, Optional[ast.AST]]] = []  # (node, op, reason, remedy, func)
         self.geometry: Set[int] = set()  # ids of functions that invert / decompose matrices
         self.fp32_switches: List[ast.If] = []  # `if self.upcast_attention:` / `if args.fp32_router:`
+        self.fp32_text: Optional[bool] = None  # may the file's text name float32 (see _may_say_fp32)
 
     # --------------------------------------------------------------- handlers
     def visit_Call(self, node: ast.Call) -> None:
@@ -231,8 +232,21 @@ class Fp32Matmul(Rule):
             self._check_operands(node, label, operands)
 
     def visit_If(self, node: ast.If) -> None:
-        if any(_says_fp32(_last_name(n)) for n in ast.walk(node.test) if isinstance(n, (ast.Name, ast.Attribute))):
+        if self._may_say_fp32(node.test) and any(
+                _says_fp32(_last_name(n)) for n in ast.walk(node.test) if isinstance(n, (ast.Name, ast.Attribute))):
             self.fp32_switches.append(node)
+
+    def _may_say_fp32(self, test: ast.expr) -> bool:
+        """Can a name in `test` ask for float32? Not when its lines hold none of the words (ASCII text:
+        a non-ASCII identifier may normalise to one)."""
+        if self.fp32_text is None:
+            text = self.ctx.text
+            self.fp32_text = not text.isascii() or any(w in text.lower() for w in FP32_WORDS)
+        if not self.fp32_text:
+            return False
+        lines = self.ctx.lines[test.lineno - 1:test.end_lineno or test.lineno]
+        segment = "\n".join(lines).lower()
+        return not segment.isascii() or any(w in segment for w in FP32_WORDS)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult):
@@ -477,10 +491,13 @@ def _unit_axis(node: ast.expr, axis: int, rope: bool) -> bool:
     return False
 
 
+FP32_WORDS = ("fp32", "float32", "upcast")
+
+
 def _says_fp32(name: str) -> bool:
     """`router_gating_in_fp32`, `input_float32`, `upcast_attention`: a name that asks for float32."""
     lowered = name.lower()
-    return "fp32" in lowered or "float32" in lowered or "upcast" in lowered
+    return any(w in lowered for w in FP32_WORDS)
 
 
 def _last_name(node: ast.expr) -> str:
