@@ -33,7 +33,7 @@ CALL_DEPTH = 3  # calls followed from a hot method or a step loop
 ALIAS_DEPTH = 6  # re-exports followed (`from .impl import X` in a package __init__)
 HIERARCHY_DEPTH = 12  # base classes followed
 PRECISION_DEPTH = 4  # sub-models followed from a trained model class (`self.attn = Attention(...)`)
-MODEL_SCHEMA = 2
+MODEL_SCHEMA = 3
 TEST_PREFIXES = ("test", "bench")  # as FileContext.in_test_code
 
 Reason = str
@@ -105,16 +105,19 @@ class _Resolver:
         packages = {posixpath.dirname(rel) for rel in self.files if posixpath.basename(rel) == "__init__.py"}
         self.package_dirs = packages
         self.aliases: Dict[str, List[str]] = {}  # package-chain name -> module ids
+        self.path_dirs: Dict[str, str] = {}  # aliased module id -> the directory its chain name is relative to
         for mid, rel in self.by_id.items():
-            chain = self._chain_name(rel)
+            chain, directory = self._chain_name(rel)
             if chain != mid:
                 self.aliases.setdefault(chain, []).append(mid)
+                self.path_dirs[mid] = directory
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self._found: Dict[Tuple[str, str, bool], Optional[str]] = {}
         self._dirs: Dict[str, str] = {}
 
-    def _chain_name(self, rel: str) -> str:
-        """The name Python gives the module when its outermost package directory is on sys.path."""
+    def _chain_name(self, rel: str) -> Tuple[str, str]:
+        """The name Python gives the module when the directory holding its outermost package is on sys.path,
+        and that directory."""
         directory = posixpath.dirname(rel)
         parts: List[str] = []
         base = posixpath.basename(rel)
@@ -124,7 +127,7 @@ class _Resolver:
         while directory and directory in self.package_dirs:
             parts.append(posixpath.basename(directory))
             directory = posixpath.dirname(directory)
-        return ".".join(reversed(parts))
+        return ".".join(reversed(parts)), directory
 
     # --------------------------------------------------------------- modules
     def find_module(self, name: str, importer: Optional[str] = None) -> Optional[str]:
@@ -152,6 +155,8 @@ class _Resolver:
             elif not directory and name in self.by_id:
                 return name
         candidates = self.aliases.get(name)
+        if candidates and importer is not None:
+            candidates = [c for c in candidates if self._visible(c, rel)]
         if candidates:
             if len(candidates) == 1:
                 return candidates[0]
@@ -166,6 +171,20 @@ class _Resolver:
             if local in self.by_id:
                 return local
         return None
+
+    def _visible(self, mid: str, importer_rel: str) -> bool:
+        """Can the importer see the module under its package-chain name? The directory that name starts from
+        holds the importer (a script tree of its own; for a `src/` layout, the directory above `src/`), lies
+        in the importer's directory (a library vendored and installed next to the script that uses it), or is
+        the project root or a directory right below it (what a project installs). A package inside a sibling tree (another model's
+        directory in a model zoo, a library vendored there) is not on the importer's path."""
+        directory = self.path_dirs.get(mid, "")
+        if posixpath.basename(directory) == "src":  # a src/ layout: installed, seen from its whole project
+            directory = posixpath.dirname(directory)
+        if directory.count("/") == 0 or importer_rel.startswith(directory + "/"):
+            return True
+        home = posixpath.dirname(importer_rel)
+        return not home or directory.startswith(home + "/")
 
     def relative_base(self, importer: str, level: int) -> Optional[str]:
         rel = self.by_id.get(importer)
@@ -250,6 +269,11 @@ class _Resolver:
         return None
 
 
+def _numbered(table: Mapping[str, Any], reasons: List[str]) -> Dict[str, str]:
+    """{module: reason} from a stored {module: index into reasons}."""
+    return {mid: reasons[i] for mid, i in table.items() if isinstance(i, int) and 0 <= i < len(reasons)}
+
+
 def _common_prefix(a: str, b: str) -> int:
     n = 0
     for x, y in zip(a.split("."), b.split(".")):
@@ -274,8 +298,8 @@ class ProjectModel:
             self.roles.update((prefix + local, role) for local, role in facts.get("roles", {}).items())
             self.replaced_names.update((prefix + local, why) for local, why in facts.get("replaced", {}).items())
         reasons = tables.get("reasons", [])
-        self.migrated_modules: Dict[str, str] = {
-            mid: reasons[i] for mid, i in tables.get("migrated", {}).items() if isinstance(i, int) and i < len(reasons)}
+        self.migrated_modules: Dict[str, str] = _numbered(tables.get("migrated", {}), reasons)
+        self.npu_modules: Dict[str, str] = _numbered(tables.get("npu", {}), reasons)
         self.class_precisions: Dict[str, List[str]] = tables.get("class_precision", {})
         self.function_precisions: Dict[str, List[str]] = tables.get("function_precision", {})
         self.config: Dict[str, Dict[str, Any]] = tables.get("config", {})
@@ -323,6 +347,10 @@ class ProjectModel:
             return "`runtime-migration = true` in the configuration"
         return self.migrated_modules.get(module)
 
+    def npu(self, module: str) -> Optional[str]:
+        """Why a module that is not NPU code on its own runs on the NPU (None: the project does not show it)."""
+        return self.npu_modules.get(module)
+
     def replaced(self, qualname: str) -> Optional[str]:
         return self.replaced_names.get(qualname)
 
@@ -343,17 +371,18 @@ class ProjectModel:
         return next(iter(seen.values())) if len(seen) == 1 else None
 
     def tables(self) -> Dict[str, Any]:
-        """The model as plain JSON-able tables: facts per module, migration reasons stored once."""
+        """The model as plain JSON-able tables: facts per module, migration and NPU reasons stored once."""
         self.module_facts("")  # (fills the per-module index)
         reasons: List[str] = []
         numbers: Dict[str, int] = {}
-        for reason in self.migrated_modules.values():
+        for reason in list(self.migrated_modules.values()) + list(self.npu_modules.values()):
             if reason not in numbers:
                 numbers[reason] = len(reasons)
                 reasons.append(reason)
         return {"schema": MODEL_SCHEMA, "module_ids": sorted(self.module_ids), "kinds": self.kinds,
                 "facts": self._by_module, "reasons": reasons,
                 "migrated": {mid: numbers[r] for mid, r in self.migrated_modules.items()},
+                "npu": {mid: numbers[r] for mid, r in self.npu_modules.items()},
                 "class_precision": self.class_precisions, "function_precision": self.function_precisions,
                 "config": self.config, "aliases": self.aliases, "all_migrated": self.all_migrated}
 
@@ -392,6 +421,7 @@ class _Builder:
         self._patches()
         self._roles()
         self._migration()
+        self._npu()
         self._precision()
         self._config()
         return m
@@ -698,6 +728,48 @@ class _Builder:
                 if why:
                     migrated[mid] = f"its package `{parent}` applies it ({why})"
                     break
+
+    # --------------------------------------------------------------- NPU context
+    def _npu(self) -> None:
+        """Modules that run on the NPU without being NPU code on their own: reached by imports (module- and
+        function-level, transitively) from an NPU entry script (an entry that is NPU code and uses no CUDA
+        device: an entry that uses both is multi-backend and decides nothing). Modules that a GPU entry script
+        (CUDA, no NPU context) also reaches are shared with GPU code and left out, with what only they import."""
+        npu_entries: List[str] = []
+        gpu_entries: List[str] = []
+        for mid in sorted(self.r.by_id):
+            summary = self.summary(mid)
+            if summary.get("entry"):
+                if summary.get("npu") and not summary.get("gpu"):
+                    npu_entries.append(mid)
+                elif summary.get("gpu") and not summary.get("npu"):
+                    gpu_entries.append(mid)
+        if not npu_entries:
+            return
+        shared = self._reached(gpu_entries, set())
+        reached = self.model.npu_modules
+        seen = set(npu_entries)
+        queue = deque((mid, f"the NPU entry script `{self.path(mid)}` imports it") for mid in npu_entries)
+        while queue:
+            mid, reason = queue.popleft()
+            for other, _line in self._imported_modules(mid, True):
+                if other in seen or other in shared:
+                    continue
+                seen.add(other)
+                if not self.summary(other).get("npu"):
+                    reached[other] = reason
+                queue.append((other, reason))
+
+    def _reached(self, starts: List[str], stop: Set[str]) -> Set[str]:
+        """Modules reached by imports (module- and function-level, transitively) from `starts`."""
+        seen = set(starts)
+        todo = list(starts)
+        while todo:
+            for other, _line in self._imported_modules(todo.pop(), True):
+                if other not in seen and other not in stop:
+                    seen.add(other)
+                    todo.append(other)
+        return seen
 
     # --------------------------------------------------------------- precision
     def _precision(self) -> None:

@@ -20,11 +20,12 @@ import keyword
 import re
 import sys
 import warnings
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from .data import PATCH_REGISTRARS, PRECISION_WORDS, STEP_WORDS
+from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_RE, PATCH_REGISTRARS,
+                   PRECISION_WORDS, STEP_WORDS)
 
-SUMMARY_SCHEMA = 1
+SUMMARY_SCHEMA = 2
 Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
@@ -109,8 +110,25 @@ def _names(text: str) -> Iterator[Tuple[str, Optional[str]]]:
             yield pieces[0], (pieces[2] if len(pieces) == 3 and pieces[1] == "as" else None)
 
 
+def npu_context(modules: Iterable[str], text: str, occurs: Optional[Callable[[str], bool]] = None) -> bool:
+    """Is a file NPU code on its own? It imports an NPU package (`modules`: its imports as dotted names,
+    `from a import b` as 'a.b') or an Apex `Npu*` class, or its text uses an `npu` device, the `hccl` backend
+    or a `torch.npu.*` API (`occurs(needle)`: does the text hold it, when the caller knows faster)."""
+    for module in modules:
+        if module.split(".", 1)[0] in NPU_PACKAGES or (
+                module.startswith("apex.") and module.rsplit(".", 1)[-1].startswith("Npu")):
+            return True
+    return any(map(occurs or text.__contains__, NPU_TEXT_NEEDLES)) and NPU_TEXT_RE.search(text) is not None
+
+
+def gpu_context(text: str) -> bool:
+    """Does a file use a CUDA device, a `torch.cuda.*` API or the NCCL backend?"""
+    return any(needle in text for needle in GPU_TEXT_NEEDLES) and GPU_TEXT_RE.search(text) is not None
+
+
 def light_summary(text: str) -> Summary:
-    """Imports, classes, functions and their calls, patches and the entry flag, from the text alone."""
+    """Imports, classes, functions and their calls, patches, the entry flag and the file's own device
+    context (`npu`: NPU code on its own, `gpu`: uses CUDA), from the text alone."""
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
     imports: List[list] = []
     classes: Dict[str, list] = {}
@@ -188,8 +206,11 @@ def light_summary(text: str) -> Summary:
         _collect_calls(reverse, owners, defs, known)
     # "light": the syntax tree holds more (step loops, precision decisions): see summarize()
     deep = any(w in masked for w in STEP_WORDS) or any(w in masked for w in PRECISION_WORDS)
+    modules = (module + "." + name if name else module
+               for module, name, _asname, level, _line, in_func in imports if not level and not in_func)
     summary = {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
-               "defs": defs, "patches": patches, "entry": entry}
+               "defs": defs, "patches": patches, "entry": entry, "npu": npu_context(modules, text),
+               "gpu": gpu_context(text)}
     config = _config_from_text(masked, config_spans)
     if config:
         summary["config"] = config
@@ -664,7 +685,8 @@ def shape_of(summary: Summary) -> str:
     import json
 
     shape = {
-        "light": summary.get("light"), "entry": summary.get("entry"),
+        "light": summary.get("light"), "entry": summary.get("entry"), "npu": summary.get("npu"),
+        "gpu": summary.get("gpu"),
         "imports": [r[:4] + r[5:] for r in summary.get("imports", ())],
         "classes": {k: v[1:] for k, v in summary.get("classes", {}).items()},
         "defs": {k: v[2] for k, v in summary.get("defs", {}).items()},
