@@ -17,8 +17,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 from . import training_code
 from .fileio import split_lines
 from .project.data import HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, framework_kind
-from .project.data import NPU_TEXT_NEEDLES, NPU_TEXT_RE  # noqa: F401 (re-exported)
-from .project.summary import call_text, npu_context
+from .project.summary import call_text, npu_context, run_mode
 from .project.view import NULL_VIEW, ProjectView
 from .rule import Span
 
@@ -115,6 +114,7 @@ class FileContext:
         self._step_cache: Dict[object, bool] = {}
         self._step_callees: Optional[Set[str]] = None
         self._file_role: Optional[Tuple[Optional[str]]] = None
+        self._mode: Optional[Tuple[Optional[str]]] = None
         self._scope_roles: Dict[int, Optional[str]] = {}
         self._role_spans: Optional[List[Tuple[int, int, str]]] = None
         self._local_calls: Optional[Set[str]] = None
@@ -180,6 +180,17 @@ class FileContext:
     def _npu_code(self) -> bool:
         """NPU code: on its own (`npu_context`, or `--target npu`), or (project model) run by an NPU script."""
         return self._own_npu or self.project.npu() is not None
+
+    def graph_mode(self) -> Optional[str]:
+        """Why the file's MindSpore cells run compiled in GRAPH_MODE (constants folded into the graph): the
+        file sets it with `set_context(mode=GRAPH_MODE)`, or (project model) an entry script that sets it
+        imports the file. None when the file sets another or a configurable mode, or nothing shows it."""
+        if self._mode is None:
+            self._mode = (run_mode(self.text),)
+        own = self._mode[0]
+        if own is not None:
+            return "it sets `set_context(mode=GRAPH_MODE)`" if own == "graph" else None
+        return self.project.graph_mode()
 
     def npu_reason(self) -> Optional[str]:
         """Why the file is NPU code when the reason is in another file (None otherwise)."""

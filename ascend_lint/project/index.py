@@ -281,7 +281,7 @@ class ProjectIndex:
 
 def _empty() -> Summary:
     return {"schema": SUMMARY_SCHEMA, "light": False, "imports": [], "classes": {}, "defs": {}, "patches": [],
-            "entry": False, "npu": False, "gpu": False}
+            "entry": False, "npu": False, "gpu": False, "mode": None}
 
 
 def _parse(text: str) -> Any:

@@ -10,6 +10,8 @@ whole and answers compared between runs):
   deep) or assigned as a `forward`/`construct`, ["step", reason] for functions run on every training
   step (called, to `CALL_DEPTH`, from a step loop);
 - `migrated(module)`: why a module runs under torch_npu's run-time migration (None: it does not);
+- `npu(module)` / `graph_mode(module)`: why a module that does not say so itself runs on the NPU / in
+  MindSpore's GRAPH_MODE (an entry script that does imports it);
 - `replaced(qualname)`: why a function, method or class never runs (it is monkey-patched);
 - `class_precision(qualname)` / `function_precision(qualname)`: [dtype, reason] of the training that
   uses a model class or calls a training function;
@@ -300,6 +302,7 @@ class ProjectModel:
         reasons = tables.get("reasons", [])
         self.migrated_modules: Dict[str, str] = _numbered(tables.get("migrated", {}), reasons)
         self.npu_modules: Dict[str, str] = _numbered(tables.get("npu", {}), reasons)
+        self.graph_modules: Dict[str, str] = _numbered(tables.get("graph", {}), reasons)
         self.class_precisions: Dict[str, List[str]] = tables.get("class_precision", {})
         self.function_precisions: Dict[str, List[str]] = tables.get("function_precision", {})
         self.config: Dict[str, Dict[str, Any]] = tables.get("config", {})
@@ -351,6 +354,10 @@ class ProjectModel:
         """Why a module that is not NPU code on its own runs on the NPU (None: the project does not show it)."""
         return self.npu_modules.get(module)
 
+    def graph_mode(self, module: str) -> Optional[str]:
+        """Why a module that sets no MindSpore mode itself runs in GRAPH_MODE (None: not shown)."""
+        return self.graph_modules.get(module)
+
     def replaced(self, qualname: str) -> Optional[str]:
         return self.replaced_names.get(qualname)
 
@@ -371,11 +378,11 @@ class ProjectModel:
         return next(iter(seen.values())) if len(seen) == 1 else None
 
     def tables(self) -> Dict[str, Any]:
-        """The model as plain JSON-able tables: facts per module, migration and NPU reasons stored once."""
+        """The model as plain JSON-able tables: facts per module, reasons of module contexts stored once."""
         self.module_facts("")  # (fills the per-module index)
         reasons: List[str] = []
         numbers: Dict[str, int] = {}
-        for reason in list(self.migrated_modules.values()) + list(self.npu_modules.values()):
+        for reason in (*self.migrated_modules.values(), *self.npu_modules.values(), *self.graph_modules.values()):
             if reason not in numbers:
                 numbers[reason] = len(reasons)
                 reasons.append(reason)
@@ -383,6 +390,7 @@ class ProjectModel:
                 "facts": self._by_module, "reasons": reasons,
                 "migrated": {mid: numbers[r] for mid, r in self.migrated_modules.items()},
                 "npu": {mid: numbers[r] for mid, r in self.npu_modules.items()},
+                "graph": {mid: numbers[r] for mid, r in self.graph_modules.items()},
                 "class_precision": self.class_precisions, "function_precision": self.function_precisions,
                 "config": self.config, "aliases": self.aliases, "all_migrated": self.all_migrated}
 
@@ -421,7 +429,7 @@ class _Builder:
         self._patches()
         self._roles()
         self._migration()
-        self._npu()
+        self._entry_contexts()
         self._precision()
         self._config()
         return m
@@ -729,44 +737,57 @@ class _Builder:
                     migrated[mid] = f"its package `{parent}` applies it ({why})"
                     break
 
-    # --------------------------------------------------------------- NPU context
-    def _npu(self) -> None:
-        """Modules that run on the NPU without being NPU code on their own: reached by imports (module- and
-        function-level, transitively) from an NPU entry script (an entry that is NPU code and uses no CUDA
-        device: an entry that uses both is multi-backend and decides nothing). Modules that a GPU entry script
-        (CUDA, no NPU context) also reaches are shared with GPU code and left out, with what only they import."""
-        npu_entries: List[str] = []
-        gpu_entries: List[str] = []
+    # --------------------------------------------------------------- what entry scripts decide
+    def _entry_contexts(self) -> None:
+        """How entry scripts run the modules they import. NPU: an entry that is NPU code and uses no CUDA
+        device runs its imports on the NPU (an entry that uses both is multi-backend and decides nothing);
+        a GPU entry (CUDA, no NPU context) shares what it imports with GPU code. MindSpore GRAPH_MODE: an
+        entry that sets it compiles the cells it imports; one that sets PyNative (or a configurable mode)
+        shares them with PyNative runs."""
+        npu, gpu, graph, eager = [], [], [], []
         for mid in sorted(self.r.by_id):
             summary = self.summary(mid)
-            if summary.get("entry"):
-                if summary.get("npu") and not summary.get("gpu"):
-                    npu_entries.append(mid)
-                elif summary.get("gpu") and not summary.get("npu"):
-                    gpu_entries.append(mid)
-        if not npu_entries:
+            if not summary.get("entry"):
+                continue
+            if summary.get("npu") and not summary.get("gpu"):
+                npu.append(mid)
+            elif summary.get("gpu") and not summary.get("npu"):
+                gpu.append(mid)
+            mode = summary.get("mode")
+            if mode == "graph":
+                graph.append(mid)
+            elif mode is not None:
+                eager.append(mid)
+        self._spread(npu, gpu, "npu", "the NPU entry script `{}` imports it", self.model.npu_modules)
+        self._spread(graph, eager, "mode", "the entry script `{}` sets GRAPH_MODE and imports it",
+                     self.model.graph_modules)
+
+    def _spread(self, givers: List[str], blockers: List[str], own: str, why: str, table: Dict[str, str]) -> None:
+        """Record in `table`, for each module reached by imports (module- and function-level, transitively)
+        from a `givers` entry but from no `blockers` entry, the reason `why` (formatted with the entry's path),
+        unless the module decides for itself (its summary's `own` field)."""
+        if not givers:
             return
-        shared = self._reached(gpu_entries, set())
-        reached = self.model.npu_modules
-        seen = set(npu_entries)
-        queue = deque((mid, f"the NPU entry script `{self.path(mid)}` imports it") for mid in npu_entries)
+        shared = self._reached(blockers)
+        seen = set(givers)
+        queue = deque((mid, why.format(self.path(mid))) for mid in givers)
         while queue:
             mid, reason = queue.popleft()
             for other, _line in self._imported_modules(mid, True):
                 if other in seen or other in shared:
                     continue
                 seen.add(other)
-                if not self.summary(other).get("npu"):
-                    reached[other] = reason
+                if not self.summary(other).get(own):
+                    table[other] = reason
                 queue.append((other, reason))
 
-    def _reached(self, starts: List[str], stop: Set[str]) -> Set[str]:
+    def _reached(self, starts: List[str]) -> Set[str]:
         """Modules reached by imports (module- and function-level, transitively) from `starts`."""
         seen = set(starts)
         todo = list(starts)
         while todo:
             for other, _line in self._imported_modules(todo.pop(), True):
-                if other not in seen and other not in stop:
+                if other not in seen:
                     seen.add(other)
                     todo.append(other)
         return seen

@@ -126,9 +126,44 @@ def gpu_context(text: str) -> bool:
     return any(needle in text for needle in GPU_TEXT_NEEDLES) and GPU_TEXT_RE.search(text) is not None
 
 
+_SET_CONTEXT_RE = re.compile(r"set_context[ \t]*\(")
+_MODE_ARG_RE = re.compile(r"\bmode[ \t]*=[ \t]*([\w.]+)[ \t\n]*([,)]?)")
+_MODES = {"GRAPH_MODE": "graph", "0": "graph", "PYNATIVE_MODE": "pynative", "1": "pynative"}
+
+
+def run_mode(text: str) -> Optional[str]:
+    """The MindSpore execution mode a file sets with `set_context(mode=...)`: 'graph', 'pynative', '?' (set
+    from a variable, or both ways), None (not set). Commented-out calls do not count."""
+    if "set_context" not in text:
+        return None
+    modes = set()
+    for m in _SET_CONTEXT_RE.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "#" in text[line_start:m.start()]:
+            continue
+        close, depth = m.end(), 0  # the call's arguments: up to its closing bracket
+        while close < len(text) and close - m.end() < 500:
+            char = text[close]
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            close += 1
+        found = _MODE_ARG_RE.search(text, m.end(), close + 1)
+        if found is not None:
+            value = found.group(1).rsplit(".", 1)[-1]
+            modes.add(_MODES.get(value, "?") if found.group(2) else "?")  # (`mode=A if c else B`: '?')
+    if not modes:
+        return None
+    return modes.pop() if len(modes) == 1 else "?"
+
+
 def light_summary(text: str) -> Summary:
     """Imports, classes, functions and their calls, patches, the entry flag and the file's own device
-    context (`npu`: NPU code on its own, `gpu`: uses CUDA), from the text alone."""
+    context (`npu`: NPU code on its own, `gpu`: uses CUDA, `mode`: the MindSpore mode it sets), from the text
+    alone."""
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
     imports: List[list] = []
     classes: Dict[str, list] = {}
@@ -210,7 +245,7 @@ def light_summary(text: str) -> Summary:
                for module, name, _asname, level, _line, in_func in imports if not level and not in_func)
     summary = {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
                "defs": defs, "patches": patches, "entry": entry, "npu": npu_context(modules, text),
-               "gpu": gpu_context(text)}
+               "gpu": gpu_context(text), "mode": run_mode(text)}
     config = _config_from_text(masked, config_spans)
     if config:
         summary["config"] = config
@@ -686,7 +721,7 @@ def shape_of(summary: Summary) -> str:
 
     shape = {
         "light": summary.get("light"), "entry": summary.get("entry"), "npu": summary.get("npu"),
-        "gpu": summary.get("gpu"),
+        "gpu": summary.get("gpu"), "mode": summary.get("mode"),
         "imports": [r[:4] + r[5:] for r in summary.get("imports", ())],
         "classes": {k: v[1:] for k, v in summary.get("classes", {}).items()},
         "defs": {k: v[2] for k, v in summary.get("defs", {}).items()},
