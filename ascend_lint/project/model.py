@@ -507,6 +507,16 @@ class _Builder:
             return f"{target_mid}.{attr}"
         return None
 
+    def constructor(self, mid: str, dotted: str) -> Optional[str]:
+        """The `__init__` (qualname) that a call of a project class `dotted` in `mid` runs."""
+        resolved = self.r.resolve(mid, dotted)
+        if resolved is None or not resolved[1]:
+            return None
+        split = self.r.split(resolved[0])
+        if split is None or not split[1] or "." in split[1] or not self._is_class(f"{split[0]}.{split[1]}"):
+            return None
+        return self.method(f"{split[0]}.{split[1]}", "__init__")
+
     def method(self, cls_qual: str, name: str, depth: int = 0) -> Optional[str]:
         """`cls.name` looked up through the project's base classes."""
         mid, _, cls = cls_qual.rpartition(".")
@@ -807,10 +817,11 @@ class _Builder:
                 reason = f"{how} in {_where(self.path(mid), 'm', number)}"
                 self._precision_down(f"{split[0]}.{split[1]}", dtype, reason, by_class, 0, set())
             for number, (callee, dtype, _line, how) in enumerate(summary.get("amp_calls", ())):
-                target = self.function(mid, callee)
-                if target is not None:
-                    self.model.function_precisions.setdefault(
-                        target, [dtype, f"{how} in {_where(self.path(mid), 'a', number)}"])
+                target = self.function(mid, callee) or self.constructor(mid, callee)
+                known = self.model.function_precisions.get(target) if target is not None else None
+                if target is not None and (known is None or (dtype == "bf16" and known[0] != "bf16")):
+                    # (bf16 wins: what only fp32/fp16 accept, such as the fused optimizers, must know it)
+                    self.model.function_precisions[target] = [dtype, f"{how} in {_where(self.path(mid), 'a', number)}"]
         for qual, decisions in by_class.items():
             low = [d for d in decisions if d[0] != "fp32"]
             self.model.class_precisions[qual] = list(low[0] if low else decisions[0])

@@ -592,9 +592,10 @@ class Precision:
         for stmt in statements if self.decided else ():  # a model passed to a function carries its precision
             for node in _expressions(stmt):
                 if isinstance(node, ast.Call) and call_text(node.func):
-                    for arg in node.args:
-                        if isinstance(arg, ast.Name) and arg.id in self.decided:
-                            dtype, how, _ = self.decided[arg.id]
+                    for arg in [*node.args, *(k.value for k in node.keywords)]:
+                        local = self._passed_model(arg)
+                        if local is not None:
+                            dtype, how, _ = self.decided[local]
                             self.amp_calls.append([call_text(node.func), dtype, node.lineno, how])
                             break
         for local, cls in self.classes.items():
@@ -604,6 +605,13 @@ class Precision:
             elif local in self.trained and not self.maybe_low:
                 line, how = self.trained[local]
                 self.models.append([cls, "fp32", line, how, self.owner])
+
+    def _passed_model(self, arg: ast.AST) -> Optional[str]:
+        """The decided model an argument passes: `model`, or its parameters (`model.parameters()`)."""
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and \
+                arg.func.attr in ("parameters", "named_parameters") and not arg.args:
+            arg = arg.func.value
+        return arg.id if isinstance(arg, ast.Name) and arg.id in self.decided else None
 
     def _bind(self, stmt: ast.stmt) -> None:
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
