@@ -236,7 +236,8 @@ class Linter:
                     or bool(aliases and alias_words(aliases, rule.triggers)))
 
         notes: Tuple[str, ...] = ()
-        if self.settings.target != "npu" and not any(scan.occurs(h) for h in NPU_HINTS):
+        if self.settings.target != "npu" and not any(scan.occurs(h) for h in NPU_HINTS) and (
+                view is None or view.npu() is None):  # (not NPU code, and no NPU entry script runs it)
             gated = [r for r in rules if r.npu_context]
             skipped.update(r.code for r in gated)
             rules = [r for r in rules if not r.npu_context]

@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 from . import training_code
 from .fileio import split_lines
 from .project.data import HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, framework_kind
-from .project.summary import call_text
+from .project.summary import call_text, npu_context, run_mode
 from .project.view import NULL_VIEW, ProjectView
 from .rule import Span
 
@@ -34,8 +34,6 @@ CANONICAL_PREFIXES: Tuple[Tuple[str, str], ...] = (
 # the framework bases that make a class a model: catalogue data in project/data.py.
 RUNTIME_MIGRATION_MODULES = MIGRATING_MODULES
 RUNTIME_MIGRATION_PACKAGES = MIGRATED_PACKAGES
-NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:|\btorch\.npu\.\w""")
-NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl', "torch.npu.")  # NPU_TEXT_RE needs one of them
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 STEP_COUNTER_RE = re.compile(r"(?:^|_)(?:step|steps|iter|iters|iteration)$", re.IGNORECASE)
 # MindSpore training steps by name (lower case, underscores dropped): `train_step(x, y)`, `train_one_step`,
@@ -116,6 +114,7 @@ class FileContext:
         self._step_cache: Dict[object, bool] = {}
         self._step_callees: Optional[Set[str]] = None
         self._file_role: Optional[Tuple[Optional[str]]] = None
+        self._mode: Optional[Tuple[Optional[str]]] = None
         self._scope_roles: Dict[int, Optional[str]] = {}
         self._role_spans: Optional[List[Tuple[int, int, str]]] = None
         self._local_calls: Optional[Set[str]] = None
@@ -125,7 +124,8 @@ class FileContext:
         self.migrating_modules = MIGRATING_MODULES + tuple(migrating_modules)
         self._facts: Optional[Dict[str, Dict[str, object]]] = None
         self._prescan()
-        self.npu = target == "npu" or self._has_npu_context()
+        self._own_npu = target == "npu" or npu_context(self.imported_modules, text, self._occurs)
+        self.npu = self._npu_code()
         self.auto_migrated = self._migrated()
 
     def attach(self, project: ProjectView) -> None:
@@ -137,6 +137,7 @@ class FileContext:
         for stmt in _top_level_statements(self.tree.body):
             if isinstance(stmt, ast.ImportFrom) and stmt.level:
                 self.record_import(stmt)
+        self.npu = self._npu_code()
         self.auto_migrated = self._migrated()
 
     def _migrated(self) -> bool:
@@ -176,17 +177,24 @@ class FileContext:
             if count > 1:
                 del self.constants[name]
 
-    def _has_npu_context(self) -> bool:
-        for module in self.imported_modules:
-            root = module.split(".", 1)[0]
-            if root in ("torch_npu", "mindspore", "mindformers", "mindspeed", "mindspeed_llm"):
-                return True
-        for name in self.aliases.values():
-            if name and name.startswith("apex.") and name.rsplit(".", 1)[-1].startswith("Npu"):
-                return True
-        text = self.text
-        # (the regex has no literal prefix: scanning for it is slow, so look for its needles first)
-        return any(map(self._occurs, NPU_TEXT_NEEDLES)) and NPU_TEXT_RE.search(text) is not None
+    def _npu_code(self) -> bool:
+        """NPU code: on its own (`npu_context`, or `--target npu`), or (project model) run by an NPU script."""
+        return self._own_npu or self.project.npu() is not None
+
+    def graph_mode(self) -> Optional[str]:
+        """Why the file's MindSpore cells run compiled in GRAPH_MODE (constants folded into the graph): the
+        file sets it with `set_context(mode=GRAPH_MODE)`, or (project model) an entry script that sets it
+        imports the file. None when the file sets another or a configurable mode, or nothing shows it."""
+        if self._mode is None:
+            self._mode = (run_mode(self.text),)
+        own = self._mode[0]
+        if own is not None:
+            return "it sets `set_context(mode=GRAPH_MODE)`" if own == "graph" else None
+        return self.project.graph_mode()
+
+    def npu_reason(self) -> Optional[str]:
+        """Why the file is NPU code when the reason is in another file (None otherwise)."""
+        return None if self._own_npu else self.project.npu()
 
     def record_import(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):

@@ -300,3 +300,20 @@ def test_the_index_api_an_editor_uses(tmp_path):
     assert [f.code for f in linter.check(utils, str(root / "utils.py"))] == ["ASC203"]
     view = index.view_for(str(root / "utils.py"))
     assert view.module_facts()["roles"]["log_metrics"] == ["step", "the step loop in `train.py:8` calls it"]
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_a_model_refreshed_with_tree_facts_equals_a_full_build(name):
+    """The runner's cheap update (light summaries first, tree facts added later) gives the same model as
+    building from the full summaries: no table is lost on the way."""
+    import ast
+
+    from ascend_lint.project.model import ProjectModel
+    from ascend_lint.project.summary import light_summary, summarize
+
+    root = FIXTURES / name
+    texts = {rel: (root / rel).read_text(encoding="utf-8") for rel in python_files(root)}
+    light = {rel: light_summary(text) for rel, text in texts.items()}
+    full = {rel: summarize(ast.parse(text), text, None, light[rel]) for rel, text in texts.items()}
+    refreshed = ProjectModel.build(light).with_tree_facts(full)
+    assert refreshed is not None and refreshed.tables() == ProjectModel.build(full).tables()

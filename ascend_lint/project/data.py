@@ -2,6 +2,7 @@
 bases, modules that apply run-time migration when imported, monkey-patch registration functions."""
 from __future__ import annotations
 
+import re
 from typing import Dict, Optional, Tuple
 
 # Hot methods per class kind: what runs on every step of a model of that kind.
@@ -65,6 +66,16 @@ MIGRATED_PACKAGES = frozenset({"mindspeed_llm", "mindspeed", "mindtorch", "mindt
 # `register_patch("pkg.mod.Class.forward", fn)`: string-addressed monkey-patch registries (MindSpeed's
 # patch manager and look-alikes). The call's last name, its target-string position and value position.
 PATCH_REGISTRARS: Dict[str, Tuple[int, int]] = {"register_patch": (0, 1)}
+
+# NPU context of a file on its own: it imports one of these packages, names an Apex `Npu*` class, or its text
+# uses an `npu` device, the `hccl` backend or a `torch.npu.*` API (NPU_TEXT_RE needs one of NPU_TEXT_NEEDLES).
+NPU_PACKAGES = frozenset({"torch_npu", "mindspore", "mindformers", "mindspeed", "mindspeed_llm"})
+NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:|\btorch\.npu\.\w""")
+NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl', "torch.npu.")
+# A script that uses a CUDA device or the NCCL backend (an entry script with this and no NPU context is a
+# GPU script: the modules it imports are shared with GPU code).
+GPU_TEXT_RE = re.compile(r"""\.cuda\(|\btorch\.cuda\.\w|(['"])(?:cuda(?::\d+)?|nccl)\1|['"]cuda:""")
+GPU_TEXT_NEEDLES = ("cuda", "nccl")
 
 # Text that makes a file worth a full look for step loops (a superset of semantic.is_step_call's names).
 STEP_WORDS = ("backward(", ".step(", "train_one_step", "train_step", "train_net", "train_network", "optimizer(")

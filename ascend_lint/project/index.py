@@ -317,7 +317,7 @@ def tree_facts_only(old: Summary, new: Summary) -> bool:
 
 def _empty() -> Summary:
     return {"schema": SUMMARY_SCHEMA, "light": False, "imports": [], "classes": {}, "defs": {}, "patches": [],
-            "entry": False}
+            "entry": False, "npu": False, "gpu": False, "mode": None}
 
 
 def _parse(text: str) -> Any:

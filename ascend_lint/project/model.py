@@ -10,6 +10,8 @@ whole and answers compared between runs):
   deep) or assigned as a `forward`/`construct`, ["step", reason] for functions run on every training
   step (called, to `CALL_DEPTH`, from a step loop);
 - `migrated(module)`: why a module runs under torch_npu's run-time migration (None: it does not);
+- `npu(module)` / `graph_mode(module)`: why a module that does not say so itself runs on the NPU / in
+  MindSpore's GRAPH_MODE (an entry script that does imports it);
 - `replaced(qualname)`: why a function, method or class never runs (it is monkey-patched);
 - `class_precision(qualname)` / `function_precision(qualname)`: [dtype, reason] of the training that
   uses a model class or calls a training function;
@@ -33,7 +35,7 @@ CALL_DEPTH = 3  # calls followed from a hot method or a step loop
 ALIAS_DEPTH = 6  # re-exports followed (`from .impl import X` in a package __init__)
 HIERARCHY_DEPTH = 12  # base classes followed
 PRECISION_DEPTH = 4  # sub-models followed from a trained model class (`self.attn = Attention(...)`)
-MODEL_SCHEMA = 2
+MODEL_SCHEMA = 3
 TEST_PREFIXES = ("test", "bench")  # as FileContext.in_test_code
 
 Reason = str
@@ -105,16 +107,19 @@ class _Resolver:
         packages = {posixpath.dirname(rel) for rel in self.files if posixpath.basename(rel) == "__init__.py"}
         self.package_dirs = packages
         self.aliases: Dict[str, List[str]] = {}  # package-chain name -> module ids
+        self.path_dirs: Dict[str, str] = {}  # aliased module id -> the directory its chain name is relative to
         for mid, rel in self.by_id.items():
-            chain = self._chain_name(rel)
+            chain, directory = self._chain_name(rel)
             if chain != mid:
                 self.aliases.setdefault(chain, []).append(mid)
+                self.path_dirs[mid] = directory
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self._found: Dict[Tuple[str, str, bool], Optional[str]] = {}
         self._dirs: Dict[str, str] = {}
 
-    def _chain_name(self, rel: str) -> str:
-        """The name Python gives the module when its outermost package directory is on sys.path."""
+    def _chain_name(self, rel: str) -> Tuple[str, str]:
+        """The name Python gives the module when the directory holding its outermost package is on sys.path,
+        and that directory."""
         directory = posixpath.dirname(rel)
         parts: List[str] = []
         base = posixpath.basename(rel)
@@ -124,7 +129,7 @@ class _Resolver:
         while directory and directory in self.package_dirs:
             parts.append(posixpath.basename(directory))
             directory = posixpath.dirname(directory)
-        return ".".join(reversed(parts))
+        return ".".join(reversed(parts)), directory
 
     # --------------------------------------------------------------- modules
     def find_module(self, name: str, importer: Optional[str] = None) -> Optional[str]:
@@ -152,6 +157,8 @@ class _Resolver:
             elif not directory and name in self.by_id:
                 return name
         candidates = self.aliases.get(name)
+        if candidates and importer is not None:
+            candidates = [c for c in candidates if self._visible(c, rel)]
         if candidates:
             if len(candidates) == 1:
                 return candidates[0]
@@ -166,6 +173,20 @@ class _Resolver:
             if local in self.by_id:
                 return local
         return None
+
+    def _visible(self, mid: str, importer_rel: str) -> bool:
+        """Can the importer see the module under its package-chain name? The directory that name starts from
+        holds the importer (a script tree of its own; for a `src/` layout, the directory above `src/`), lies
+        in the importer's directory (a library vendored and installed next to the script that uses it), or is
+        the project root or a directory right below it (what a project installs). A package inside a sibling tree (another model's
+        directory in a model zoo, a library vendored there) is not on the importer's path."""
+        directory = self.path_dirs.get(mid, "")
+        if posixpath.basename(directory) == "src":  # a src/ layout: installed, seen from its whole project
+            directory = posixpath.dirname(directory)
+        if directory.count("/") == 0 or importer_rel.startswith(directory + "/"):
+            return True
+        home = posixpath.dirname(importer_rel)
+        return not home or directory.startswith(home + "/")
 
     def relative_base(self, importer: str, level: int) -> Optional[str]:
         rel = self.by_id.get(importer)
@@ -250,6 +271,11 @@ class _Resolver:
         return None
 
 
+def _numbered(table: Mapping[str, Any], reasons: List[str]) -> Dict[str, str]:
+    """{module: reason} from a stored {module: index into reasons}."""
+    return {mid: reasons[i] for mid, i in table.items() if isinstance(i, int) and 0 <= i < len(reasons)}
+
+
 def _common_prefix(a: str, b: str) -> int:
     n = 0
     for x, y in zip(a.split("."), b.split(".")):
@@ -274,8 +300,9 @@ class ProjectModel:
             self.roles.update((prefix + local, role) for local, role in facts.get("roles", {}).items())
             self.replaced_names.update((prefix + local, why) for local, why in facts.get("replaced", {}).items())
         reasons = tables.get("reasons", [])
-        self.migrated_modules: Dict[str, str] = {
-            mid: reasons[i] for mid, i in tables.get("migrated", {}).items() if isinstance(i, int) and i < len(reasons)}
+        self.migrated_modules: Dict[str, str] = _numbered(tables.get("migrated", {}), reasons)
+        self.npu_modules: Dict[str, str] = _numbered(tables.get("npu", {}), reasons)
+        self.graph_modules: Dict[str, str] = _numbered(tables.get("graph", {}), reasons)
         self.class_precisions: Dict[str, List[str]] = tables.get("class_precision", {})
         self.function_precisions: Dict[str, List[str]] = tables.get("function_precision", {})
         self.config: Dict[str, Dict[str, Any]] = tables.get("config", {})
@@ -324,6 +351,14 @@ class ProjectModel:
             return "`runtime-migration = true` in the configuration"
         return self.migrated_modules.get(module)
 
+    def npu(self, module: str) -> Optional[str]:
+        """Why a module that is not NPU code on its own runs on the NPU (None: the project does not show it)."""
+        return self.npu_modules.get(module)
+
+    def graph_mode(self, module: str) -> Optional[str]:
+        """Why a module that sets no MindSpore mode itself runs in GRAPH_MODE (None: not shown)."""
+        return self.graph_modules.get(module)
+
     def replaced(self, qualname: str) -> Optional[str]:
         return self.replaced_names.get(qualname)
 
@@ -344,17 +379,19 @@ class ProjectModel:
         return next(iter(seen.values())) if len(seen) == 1 else None
 
     def tables(self) -> Dict[str, Any]:
-        """The model as plain JSON-able tables: facts per module, migration reasons stored once."""
+        """The model as plain JSON-able tables: facts per module, reasons of module contexts stored once."""
         self.module_facts("")  # (fills the per-module index)
         reasons: List[str] = []
         numbers: Dict[str, int] = {}
-        for reason in self.migrated_modules.values():
+        for reason in (*self.migrated_modules.values(), *self.npu_modules.values(), *self.graph_modules.values()):
             if reason not in numbers:
                 numbers[reason] = len(reasons)
                 reasons.append(reason)
         return {"schema": MODEL_SCHEMA, "module_ids": sorted(self.module_ids), "kinds": self.kinds,
                 "facts": self._by_module, "reasons": reasons,
                 "migrated": {mid: numbers[r] for mid, r in self.migrated_modules.items()},
+                "npu": {mid: numbers[r] for mid, r in self.npu_modules.items()},
+                "graph": {mid: numbers[r] for mid, r in self.graph_modules.items()},
                 "class_precision": self.class_precisions, "function_precision": self.function_precisions,
                 "config": self.config, "aliases": self.aliases, "all_migrated": self.all_migrated}
 
@@ -400,6 +437,7 @@ class _Builder:
         self._patches()
         self._roles()
         self._migration()
+        self._entry_contexts()
         self._precision()
         self._config()
         m.builder = self
@@ -412,6 +450,7 @@ class _Builder:
         m = self.model = ProjectModel()
         m.module_ids, m.kinds, m.replaced_names, m.aliases = old.module_ids, old.kinds, old.replaced_names, old.aliases
         m.migrated_modules, m.all_migrated, m.config = old.migrated_modules, old.all_migrated, old.config
+        m.npu_modules, m.graph_modules = old.npu_modules, old.graph_modules  # (entry contexts: text facts)
         self._roles()
         self._precision()
         m.builder = self
@@ -490,6 +529,16 @@ class _Builder:
         if attr in summary.get("defs", ()):
             return f"{target_mid}.{attr}"
         return None
+
+    def constructor(self, mid: str, dotted: str) -> Optional[str]:
+        """The `__init__` (qualname) that a call of a project class `dotted` in `mid` runs."""
+        resolved = self.r.resolve(mid, dotted)
+        if resolved is None or not resolved[1]:
+            return None
+        split = self.r.split(resolved[0])
+        if split is None or not split[1] or "." in split[1] or not self._is_class(f"{split[0]}.{split[1]}"):
+            return None
+        return self.method(f"{split[0]}.{split[1]}", "__init__")
 
     def method(self, cls_qual: str, name: str, depth: int = 0) -> Optional[str]:
         """`cls.name` looked up through the project's base classes."""
@@ -721,6 +770,61 @@ class _Builder:
                     migrated[mid] = f"its package `{parent}` applies it ({why})"
                     break
 
+    # --------------------------------------------------------------- what entry scripts decide
+    def _entry_contexts(self) -> None:
+        """How entry scripts run the modules they import. NPU: an entry that is NPU code and uses no CUDA
+        device runs its imports on the NPU (an entry that uses both is multi-backend and decides nothing);
+        a GPU entry (CUDA, no NPU context) shares what it imports with GPU code. MindSpore GRAPH_MODE: an
+        entry that sets it compiles the cells it imports; one that sets PyNative (or a configurable mode)
+        shares them with PyNative runs."""
+        npu, gpu, graph, eager = [], [], [], []
+        for mid in sorted(self.r.by_id):
+            summary = self.summary(mid)
+            if not summary.get("entry"):
+                continue
+            if summary.get("npu") and not summary.get("gpu"):
+                npu.append(mid)
+            elif summary.get("gpu") and not summary.get("npu"):
+                gpu.append(mid)
+            mode = summary.get("mode")
+            if mode == "graph":
+                graph.append(mid)
+            elif mode is not None:
+                eager.append(mid)
+        self._spread(npu, gpu, "npu", "the NPU entry script `{}` imports it", self.model.npu_modules)
+        self._spread(graph, eager, "mode", "the entry script `{}` sets GRAPH_MODE and imports it",
+                     self.model.graph_modules)
+
+    def _spread(self, givers: List[str], blockers: List[str], own: str, why: str, table: Dict[str, str]) -> None:
+        """Record in `table`, for each module reached by imports (module- and function-level, transitively)
+        from a `givers` entry but from no `blockers` entry, the reason `why` (formatted with the entry's path),
+        unless the module decides for itself (its summary's `own` field)."""
+        if not givers:
+            return
+        shared = self._reached(blockers)
+        seen = set(givers)
+        queue = deque((mid, why.format(self.path(mid))) for mid in givers)
+        while queue:
+            mid, reason = queue.popleft()
+            for other, _line in self._imported_modules(mid, True):
+                if other in seen or other in shared:
+                    continue
+                seen.add(other)
+                if not self.summary(other).get(own):
+                    table[other] = reason
+                queue.append((other, reason))
+
+    def _reached(self, starts: List[str]) -> Set[str]:
+        """Modules reached by imports (module- and function-level, transitively) from `starts`."""
+        seen = set(starts)
+        todo = list(starts)
+        while todo:
+            for other, _line in self._imported_modules(todo.pop(), True):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+        return seen
+
     # --------------------------------------------------------------- precision
     def _precision(self) -> None:
         by_class: Dict[str, List[Tuple[str, str]]] = {}
@@ -736,10 +840,11 @@ class _Builder:
                 reason = f"{how} in {_where(self.path(mid), 'm', number)}"
                 self._precision_down(f"{split[0]}.{split[1]}", dtype, reason, by_class, 0, set())
             for number, (callee, dtype, _line, how) in enumerate(summary.get("amp_calls", ())):
-                target = self.function(mid, callee)
-                if target is not None:
-                    self.model.function_precisions.setdefault(
-                        target, [dtype, f"{how} in {_where(self.path(mid), 'a', number)}"])
+                target = self.function(mid, callee) or self.constructor(mid, callee)
+                known = self.model.function_precisions.get(target) if target is not None else None
+                if target is not None and (known is None or (dtype == "bf16" and known[0] != "bf16")):
+                    # (bf16 wins: what only fp32/fp16 accept, such as the fused optimizers, must know it)
+                    self.model.function_precisions[target] = [dtype, f"{how} in {_where(self.path(mid), 'a', number)}"]
         for qual, decisions in by_class.items():
             low = [d for d in decisions if d[0] != "fp32"]
             self.model.class_precisions[qual] = list(low[0] if low else decisions[0])

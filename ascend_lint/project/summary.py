@@ -21,11 +21,12 @@ import re
 import sys
 import warnings
 from collections import deque
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from .data import PATCH_REGISTRARS, PRECISION_WORDS, STEP_WORDS
+from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_RE, PATCH_REGISTRARS,
+                   PRECISION_WORDS, STEP_WORDS)
 
-SUMMARY_SCHEMA = 1
+SUMMARY_SCHEMA = 2
 Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
@@ -110,8 +111,60 @@ def _names(text: str) -> Iterator[Tuple[str, Optional[str]]]:
             yield pieces[0], (pieces[2] if len(pieces) == 3 and pieces[1] == "as" else None)
 
 
+def npu_context(modules: Iterable[str], text: str, occurs: Optional[Callable[[str], bool]] = None) -> bool:
+    """Is a file NPU code on its own? It imports an NPU package (`modules`: its imports as dotted names,
+    `from a import b` as 'a.b') or an Apex `Npu*` class, or its text uses an `npu` device, the `hccl` backend
+    or a `torch.npu.*` API (`occurs(needle)`: does the text hold it, when the caller knows faster)."""
+    for module in modules:
+        if module.split(".", 1)[0] in NPU_PACKAGES or (
+                module.startswith("apex.") and module.rsplit(".", 1)[-1].startswith("Npu")):
+            return True
+    return any(map(occurs or text.__contains__, NPU_TEXT_NEEDLES)) and NPU_TEXT_RE.search(text) is not None
+
+
+def gpu_context(text: str) -> bool:
+    """Does a file use a CUDA device, a `torch.cuda.*` API or the NCCL backend?"""
+    return any(needle in text for needle in GPU_TEXT_NEEDLES) and GPU_TEXT_RE.search(text) is not None
+
+
+_SET_CONTEXT_RE = re.compile(r"set_context[ \t]*\(")
+_MODE_ARG_RE = re.compile(r"\bmode[ \t]*=[ \t]*([\w.]+)[ \t\n]*([,)]?)")
+_MODES = {"GRAPH_MODE": "graph", "0": "graph", "PYNATIVE_MODE": "pynative", "1": "pynative"}
+
+
+def run_mode(text: str) -> Optional[str]:
+    """The MindSpore execution mode a file sets with `set_context(mode=...)`: 'graph', 'pynative', '?' (set
+    from a variable, or both ways), None (not set). Commented-out calls do not count."""
+    if "set_context" not in text:
+        return None
+    modes = set()
+    for m in _SET_CONTEXT_RE.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "#" in text[line_start:m.start()]:
+            continue
+        close, depth = m.end(), 0  # the call's arguments: up to its closing bracket
+        while close < len(text) and close - m.end() < 500:
+            char = text[close]
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            close += 1
+        found = _MODE_ARG_RE.search(text, m.end(), close + 1)
+        if found is not None:
+            value = found.group(1).rsplit(".", 1)[-1]
+            modes.add(_MODES.get(value, "?") if found.group(2) else "?")  # (`mode=A if c else B`: '?')
+    if not modes:
+        return None
+    return modes.pop() if len(modes) == 1 else "?"
+
+
 def light_summary(text: str) -> Summary:
-    """Imports, classes, functions and their calls, patches and the entry flag, from the text alone."""
+    """Imports, classes, functions and their calls, patches, the entry flag and the file's own device
+    context (`npu`: NPU code on its own, `gpu`: uses CUDA, `mode`: the MindSpore mode it sets), from the text
+    alone."""
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
     imports: List[list] = []
     classes: Dict[str, list] = {}
@@ -197,8 +250,11 @@ def light_summary(text: str) -> Summary:
         _collect_calls(reverse, owners, defs, known)
     # "light": the syntax tree holds more (step loops, precision decisions): see summarize()
     deep = any(w in masked for w in STEP_WORDS) or any(w in masked for w in PRECISION_WORDS)
+    modules = (module + "." + name if name else module
+               for module, name, _asname, level, _line, in_func in imports if not level and not in_func)
     summary = {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
-               "defs": defs, "patches": patches, "entry": entry}
+               "defs": defs, "patches": patches, "entry": entry, "npu": npu_context(modules, text),
+               "gpu": gpu_context(text), "mode": run_mode(text)}
     config = _config_from_text(masked, config_spans)
     if config:
         summary["config"] = config
@@ -589,9 +645,10 @@ class Precision:
         for stmt in statements if self.decided else ():  # a model passed to a function carries its precision
             for node in _expressions(stmt):
                 if isinstance(node, ast.Call) and call_text(node.func):
-                    for arg in node.args:
-                        if isinstance(arg, ast.Name) and arg.id in self.decided:
-                            dtype, how, _ = self.decided[arg.id]
+                    for arg in [*node.args, *(k.value for k in node.keywords)]:
+                        local = self._passed_model(arg)
+                        if local is not None:
+                            dtype, how, _ = self.decided[local]
                             self.amp_calls.append([call_text(node.func), dtype, node.lineno, how])
                             break
         for local, cls in self.classes.items():
@@ -601,6 +658,13 @@ class Precision:
             elif local in self.trained and not self.maybe_low:
                 line, how = self.trained[local]
                 self.models.append([cls, "fp32", line, how, self.owner])
+
+    def _passed_model(self, arg: ast.AST) -> Optional[str]:
+        """The decided model an argument passes: `model`, or its parameters (`model.parameters()`)."""
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and \
+                arg.func.attr in ("parameters", "named_parameters") and not arg.args:
+            arg = arg.func.value
+        return arg.id if isinstance(arg, ast.Name) and arg.id in self.decided else None
 
     def _bind(self, stmt: ast.stmt) -> None:
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
@@ -717,7 +781,8 @@ def shape_of(summary: Summary) -> str:
     import json
 
     shape = {
-        "light": summary.get("light"), "entry": summary.get("entry"),
+        "light": summary.get("light"), "entry": summary.get("entry"), "npu": summary.get("npu"),
+        "gpu": summary.get("gpu"), "mode": summary.get("mode"),
         "imports": [r[:4] + r[5:] for r in summary.get("imports", ())],
         "classes": {k: v[1:] for k, v in summary.get("classes", {}).items()},
         "defs": {k: v[2] for k, v in summary.get("defs", {}).items()},

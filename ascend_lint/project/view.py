@@ -56,6 +56,16 @@ class ProjectView:
         """Why this file runs under run-time migration (None: it does not, as far as the project shows)."""
         return self._ask(("migrated", self.module)) if self.module is not None else None
 
+    def npu(self) -> Optional[str]:
+        """Why this file runs on the NPU although it is not NPU code on its own (an NPU entry script imports
+        it); None: the project does not show it."""
+        return self._ask(("npu", self.module)) if self.module is not None else None
+
+    def graph_mode(self) -> Optional[str]:
+        """Why this file's MindSpore cells run in GRAPH_MODE although it sets no mode itself (an entry script
+        that sets it imports the file); None: the project does not show it."""
+        return self._ask(("graph_mode", self.module)) if self.module is not None else None
+
     def replaced(self, qualname: str) -> Optional[str]:
         return self._ask(("replaced", qualname))
 
@@ -70,7 +80,8 @@ class ProjectView:
 
 
 _NO_FACTS: Dict[str, Any] = {"roles": {}, "replaced": {}}
-_QUERIES = {"class_kind", "function_role", "module_facts", "migrated", "replaced", "class_precision",
+_QUERIES = {"class_kind", "function_role", "module_facts", "migrated", "npu", "graph_mode", "replaced",
+            "class_precision",
             "function_precision",
             "config_default"}
 

@@ -62,8 +62,9 @@ class HostToDeviceCopyInForward(Rule):
                        "constant, uploaded once. So nothing is reported for a `construct` under `@jit` / "
                        "`@ms_function`, in a file that calls `set_context(mode=GRAPH_MODE)`, or in a "
                        "`TrainOneStep*` wrapper cell (the unit `Model.train` compiles and sinks; its constants "
-                       "are per-step scalars such as loss-scale flags). GRAPH_MODE set by another module (the "
-                       "training script) is not seen.",
+                       "are per-step scalars such as loss-scale flags), nor in a module imported by an entry "
+                       "script that sets GRAPH_MODE (unless a PyNative entry script imports it too). `@jit` "
+                       "applied to a training step in another module is not seen.",
         example="""
             class ShuffleUnit(nn.Module):
                 def __init__(self, channels):
@@ -203,8 +204,6 @@ class HostToDeviceCopyInForward(Rule):
         self._reported: Set[int] = set()
         self._buffer_names: Dict[int, Set[str]] = {}  # class node id -> names taken so far
         self._scans: Dict[int, Tuple[Set[str], Set[str]]] = {}
-        self._graph_mode = False  # the file runs MindSpore in GRAPH_MODE
-        self._ms_findings: List[object] = []  # findings about MindSpore Tensor(...) (dropped in GRAPH_MODE)
         self._parent_maps: Dict[int, Dict[int, ast.AST]] = {}  # hot method id -> child id -> parent (fix only)
         self._class_scans: Dict[tuple, tuple] = {}  # (class, __init__, self name) -> _class_scan (fix only)
 
@@ -212,8 +211,6 @@ class HostToDeviceCopyInForward(Rule):
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
         if not ctx.in_hot_method():
-            if not self._graph_mode and method_name(node) == "set_context" and self._sets_graph_mode(node):
-                self._graph_mode = True
             return
         if id(node) in self._reported or self._in_cpu_branch():
             return
@@ -240,30 +237,16 @@ class HostToDeviceCopyInForward(Rule):
         elif qual in MS_CTORS and self._hot_class_kind() == "cell" and not self._graph_compiled():
             data = argument(node, "input_data", 0)
             if data is not None and self._ms_host_data(data) and not self._depends_on_inputs(node):
-                before = len(self.findings)
                 self._flag(node, node, buffer_expr=None)
-                self._ms_findings.extend(self.findings[before:])
-
-    def end_file(self) -> None:
-        if self._graph_mode and self._ms_findings:
-            dropped = {id(f) for f in self._ms_findings}
-            self.findings = [f for f in self.findings if id(f) not in dropped]
 
     # ------------------------------------------------------------ where the copy is real
-    def _sets_graph_mode(self, call: ast.Call) -> bool:
-        """`set_context(mode=GRAPH_MODE)` / `context.set_context(mode=0)`: MindSpore compiles each Cell's
-        `construct` into a static graph, where a `Tensor(...)` of constants is folded at compile time."""
-        mode = keyword(call, "mode")
-        if mode is None:
-            return False
-        value = mode.value
-        name = value.attr if isinstance(value, ast.Attribute) else value.id if isinstance(value, ast.Name) else ""
-        return name == "GRAPH_MODE" or constant(value) == 0
-
     def _graph_compiled(self) -> bool:
-        """`construct` under `@jit` / `@ms_function`, or of a `TrainOneStep*` wrapper cell: compiled into a
-        graph whose constants are folded (wrappers are what `Model.train` compiles and sinks; their
-        constants are per-step scalars such as loss-scale flags)."""
+        """GRAPH_MODE (set by the file or by the entry script that imports it), a `construct` under `@jit` /
+        `@ms_function`, or of a `TrainOneStep*` wrapper cell: compiled into a graph whose constants are
+        folded (wrappers are what `Model.train` compiles and sinks; their constants are per-step scalars
+        such as loss-scale flags)."""
+        if self.ctx.graph_mode() is not None:
+            return True
         hot = self.ctx.hot_method()
         if hot is not None:
             for decorator in getattr(hot.node, "decorator_list", ()):

@@ -114,8 +114,10 @@ class FusedOptimizerAvailable(Rule):
                        "(`model.bfloat16()`, `.to(torch.bfloat16)`, `torch_dtype=`/`params_dtype=`/`dtype=` "
                        "bf16 on a model constructor, `torch.set_default_dtype(torch.bfloat16)`, also through a "
                        "variable that may hold bf16); `autocast(dtype=torch.bfloat16)` and FSDP "
-                       "`MixedPrecision(param_dtype=...)` keep fp32 parameters and do not count. A model cast to "
-                       "bf16 by another module is not seen. The advice keeps to one family: in a file that "
+                       "`MixedPrecision(param_dtype=...)` keep fp32 parameters and do not count. Nor where the "
+                       "optimizer is built in a function or class whose caller (in any module) passes it a model, "
+                       "or its parameters, cast to bf16 (`build_optimizer(model.bfloat16())`, "
+                       "`Trainer(model)` after `model = model.to(torch.bfloat16)`). The advice keeps to one family: in a file that "
                        "imports apex (or an apex fused class) it names `apex.optimizers.NpuFused*` (which needs "
                        "`amp.initialize` with O1/O2), else `torch_npu.optim.NpuFused*`: mixing the two in one "
                        "port was reported to change accuracy. `zero_grad(set_to_none=True)` raises on the fused "
@@ -238,6 +240,9 @@ class FusedOptimizerAvailable(Rule):
             self._bf16_params = True
         torch_name = torch_optimizer(qual)
         if torch_name is not None and not self._dummy(node) and not self._implementation_chosen(node):
+            caller = self.ctx.caller_precision()
+            if caller is not None and caller[0] == "bf16":
+                return  # a caller passes a model (or its parameters) cast to bf16, which the fused classes reject
             self._candidates.append((node, torch_name))
 
     def visit_If(self, node: ast.If) -> None:
