@@ -306,7 +306,7 @@ def test_mobilenet_item_in_step_loop():
 
 def test_host_sync_is_preview_only():
     assert not found(MOBILENET, "ASC203", preview=False)
-    assert found(MOBILENET, "ASC202", preview=False)
+    assert found(MOBILENET, "ASC202", preview=True)
 
 
 def test_synchronize_fix_removes_the_statement():
@@ -471,7 +471,8 @@ def test_launch_blocking_needs_npu_context():
 # --------------------------------------------------------------------------- metadata and docs
 def test_metadata_matches_the_catalogue():
     rules = {code: REGISTRY.rules[code] for code in ("ASC101", "ASC201", "ASC202", "ASC203", "ASC204")}
-    assert [r.preview for r in rules.values()] == [False, False, False, True, False]
+    # ASC201/ASC202: preview since the held-out measurement (docs/precision.md)
+    assert [r.preview for r in rules.values()] == [False, True, True, True, False]
     assert [r.npu_context for r in rules.values()] == [True, False, False, False, True]
     assert rules["ASC101"].fix_applicability is None and rules["ASC203"].fix_applicability is None
     for code in ("ASC201", "ASC202", "ASC204"):

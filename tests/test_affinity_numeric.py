@@ -357,7 +357,7 @@ def test_asc502_reports_each_sink_mode_training_call():
 # ----------------------------------------------------------------------------------------- metadata
 def test_status_context_and_fix_metadata():
     rules = {code: REGISTRY.get(code) for code in NUMERIC}
-    assert {c for c, r in rules.items() if r.preview} == {"ASC403", "ASC404", "ASC502"}
+    assert {c for c, r in rules.items() if r.preview} == {"ASC401", "ASC402", "ASC403", "ASC404", "ASC502"}
     assert {c for c, r in rules.items() if r.npu_context} == {"ASC401", "ASC403"}
     assert {c for c, r in rules.items() if r.fix_applicability} == {"ASC501"}
     assert rules["ASC401"].options == {"min-dim": 16, "alignment": 16}

@@ -167,15 +167,16 @@ def test_stdin_filename_without_dash_reads_stdin_like_ruff(tmp_path):
 # ------------------------------------------------------------------------------ statistics and JSON
 def test_statistics_mark_only_fixes_that_fix_would_apply(project, capsys):
     (project / "a.py").write_text("import torch\nimport torch_npu\nopt = torch.optim.Adam(model.parameters())\n")
-    _, out, _ = run(capsys, "--statistics", "--select", "ASC301", "a.py")  # its fix is unsafe
+    _, out, _ = run(capsys, "--statistics", "--preview", "--select", "ASC301", "a.py")  # its fix is unsafe
     assert "\tASC301\tfused-optimizer-available" in out and "[*]" not in out
-    _, out, _ = run(capsys, "--statistics", "--select", "ASC301", "--unsafe-fixes", "a.py")
+    _, out, _ = run(capsys, "--statistics", "--preview", "--select", "ASC301", "--unsafe-fixes", "a.py")
     assert "\tASC301\t[*] fused-optimizer-available" in out
 
 
 def test_statistics_json_has_ruffs_fields(project, capsys):
     (project / "a.py").write_text(SAFE_FIX)
-    code, out, _ = run(capsys, "--statistics", "--output-format", "json", "--select", "ASC307,ASC301", "a.py")
+    code, out, _ = run(capsys, "--statistics", "--output-format", "json", "--preview", "--select", "ASC307,ASC301",
+                    "a.py")
     rows = json.loads(out)
     assert code == 1
     assert rows == [

@@ -110,7 +110,7 @@ def test_inserted_and_kept_imports_survive_ruff_fix_and_flake8(tmp_path, name):
     pytest.importorskip("ruff")
     shutil.copy(PROGRAMS / name, tmp_path / name)
     env = dict(os.environ, NO_COLOR="1")
-    fixed = subprocess.run(_tool("ascend_lint", "check", "--isolated", "--no-cache", "--fix", "--unsafe-fixes",
+    fixed = subprocess.run(_tool("ascend_lint", "check", "--isolated", "--preview", "--no-cache", "--fix", "--unsafe-fixes",
                                  "--target", "npu", "--exit-zero", name),
                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert fixed.returncode == 0, fixed.stderr

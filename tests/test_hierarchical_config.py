@@ -195,7 +195,8 @@ def test_a_nested_configuration_that_extends_stays_in_the_outer_project(tmp_path
     """The step loop in the root's train.py makes a helper of pkg/ per-step; pkg's configuration extends
     the root's, so pkg is part of the root's project. Without `extend`, pkg is a project of its own."""
     monkeypatch.chdir(tmp_path)
-    write(tmp_path, {"pyproject.toml": "[tool.ascend-lint]\n", "pkg/__init__.py": "",
+    write(tmp_path, {"pyproject.toml": '[tool.ascend-lint]\npreview = true\nselect = ["ASC202"]\n',
+                     "pkg/__init__.py": "",
                      "pkg/.ascend-lint.yaml": "extend: ../pyproject.toml\n", "pkg/utils.py": UTILS,
                      "train.py": TRAIN.format(module="pkg.utils")})
     code, out, _ = run(capsys, "check", "--output-format", "json", "pkg/utils.py")
@@ -243,7 +244,7 @@ def test_flake8_on_a_directory_opens_the_projects_below_it_before_forking(tmp_pa
     and its model is built once in flake8's main process, next to the root project's."""
     pytest.importorskip("flake8")
     write(tmp_path, {".git/HEAD": "ref: refs/heads/main\n", "pyproject.toml": "[tool.ascend-lint]\n",
-                     "tools/x.py": BAD, "model_c/pyproject.toml": "[tool.ascend-lint]\n",
+                     "tools/x.py": BAD, "model_c/pyproject.toml": '[tool.ascend-lint]\npreview = true\nselect = ["ASC202"]\n',
                      "model_c/utils.py": UTILS, "model_c/train.py": TRAIN.format(module="utils")})
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLAKE8")}
     proc = subprocess.run([sys.executable, "-m", "flake8", "-j", "2", "--select", "ASC", "."], cwd=str(tmp_path),

@@ -34,10 +34,10 @@ def test_summary_counts_the_files_and_names_target_npu(tmp_path, monkeypatch, ca
         Path(name).write_text(GPU)
     Path("npu.py").write_text("import torch_npu\n" + GPU)
     for _ in range(2):  # the second run answers from the cache when there is one
-        main(["check", "--isolated", *cache, "."])
+        main(["check", "--isolated", "--preview", *cache, "."])  # (the migration rules are preview)
         out = capsys.readouterr().out
         assert f"NPU-context rules were skipped in 2 files that use CUDA and not torch_npu. {HINT}" in out
-    main(["check", "--isolated", *cache, "--target", "npu", "."])
+    main(["check", "--isolated", "--preview", *cache, "--target", "npu", "."])
     assert "Note:" not in capsys.readouterr().out
-    main(["check", "--isolated", *cache, "-q", "."])
+    main(["check", "--isolated", "--preview", *cache, "-q", "."])
     assert "Note:" not in capsys.readouterr().out

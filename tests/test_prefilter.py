@@ -146,7 +146,8 @@ def test_a_file_whose_only_at_signs_are_decorators_is_not_parsed_for_matmul(monk
     monkeypatch.setattr(engine, "parse", lambda text, path: parsed.append(path) or __import__("ast").parse(text))
     from ascend_lint.registry import select_rules
 
-    linter = Linter(select_rules(REGISTRY, Settings())[0], Settings())  # the default rules
+    settings = Settings(preview=True, select=["ASC402"])  # (the rule that reads `@`: a preview rule)
+    linter = Linter(select_rules(REGISTRY, settings)[0], settings)
     linter.check("import torch\n\n@functools.lru_cache()\ndef f(x):\n    return x\n", "a.py")
     assert parsed == []
     linter.check("import torch\n\ndef f(x, w):\n    return x @ w\n", "b.py")

@@ -33,7 +33,7 @@ def check(root: Path, monkeypatch, capsys, *paths: str) -> list:
 
 def test_an_unparsable_file_contributes_no_facts(tmp_path, monkeypatch, capsys):
     write(tmp_path, {
-        "pyproject.toml": "[tool.ascend-lint]\n",
+        "pyproject.toml": "[tool.ascend-lint]\npreview = true\n",
         "helpers.py": SYNC_FORWARD,
         # would make `helper` hot, but does not parse (the rules parse it: it mentions `synchronize`)
         "model.py": "import torch\nfrom helpers import helper\nclass M(torch.nn.Module):\n"
@@ -49,7 +49,7 @@ def test_an_unparsable_file_contributes_no_facts(tmp_path, monkeypatch, capsys):
 
 
 def test_an_unreadable_or_odd_file_contributes_no_facts(tmp_path, monkeypatch, capsys):
-    write(tmp_path, {"pyproject.toml": "[tool.ascend-lint]\n", "helpers.py": SYNC_FORWARD,
+    write(tmp_path, {"pyproject.toml": "[tool.ascend-lint]\npreview = true\n", "helpers.py": SYNC_FORWARD,
                      "latin.py": "# -*- coding: bogus -*-\nimport torch\n"})
     (tmp_path / "binary.py").write_bytes(b"\x00\xff\xfe" * 100)
     if hasattr(os, "mkfifo"):
@@ -65,7 +65,7 @@ def test_an_unreadable_or_odd_file_contributes_no_facts(tmp_path, monkeypatch, c
 
 def test_circular_imports_terminate(tmp_path, monkeypatch, capsys):
     write(tmp_path, {
-        "pyproject.toml": "[tool.ascend-lint]\n",
+        "pyproject.toml": "[tool.ascend-lint]\npreview = true\n",
         "a.py": "import torch\nimport torch_npu\nfrom b import g\n\ndef f(x):\n    return g(x)\n",
         "b.py": "import torch\nimport torch_npu\nfrom a import f\n\ndef g(x):\n    x = x.cuda()\n    return f(x)\n",
         "main.py": "from torch_npu.contrib import transfer_to_npu\nimport a\n\nif __name__ == '__main__':\n"
@@ -76,7 +76,7 @@ def test_circular_imports_terminate(tmp_path, monkeypatch, capsys):
 
 def test_class_hierarchy_cycles_terminate(tmp_path, monkeypatch, capsys):
     write(tmp_path, {
-        "pyproject.toml": "[tool.ascend-lint]\n",
+        "pyproject.toml": "[tool.ascend-lint]\npreview = true\n",
         "a.py": "import torch\nfrom b import B\n\nclass A(B):\n    def forward(self, x):\n"
                 "        torch.npu.synchronize()\n        return self.helper(x)\n",
         "b.py": "from a import A\n\nclass B(A):\n    pass\n\nclass C(C):\n    pass\n",
@@ -88,7 +88,7 @@ def test_class_hierarchy_cycles_terminate(tmp_path, monkeypatch, capsys):
 
 
 def test_symlink_loops_terminate(tmp_path, monkeypatch, capsys):
-    write(tmp_path, {"pyproject.toml": "[tool.ascend-lint]\n", "pkg/mod.py": SYNC_FORWARD})
+    write(tmp_path, {"pyproject.toml": "[tool.ascend-lint]\npreview = true\n", "pkg/mod.py": SYNC_FORWARD})
     os.symlink(tmp_path / "pkg", tmp_path / "pkg" / "loop")
     os.symlink(tmp_path, tmp_path / "pkg" / "up")
     os.symlink(tmp_path / "pkg" / "mod.py", tmp_path / "alias.py")
@@ -140,7 +140,7 @@ def test_summaries_of_odd_text_do_not_fail(text):
 
 def test_module_names_src_layout_namespace_packages_and_script_directories(tmp_path, monkeypatch, capsys):
     files = {
-        "pyproject.toml": "[tool.ascend-lint]\n",
+        "pyproject.toml": "[tool.ascend-lint]\npreview = true\n",
         "src/pkg/__init__.py": "from .base import Base\n",
         "src/pkg/base.py": "from torch import nn\n\nclass Base(nn.Module):\n    pass\n",
         "src/pkg/layers.py": "import torch\nfrom pkg import Base\n\nclass Layer(Base):\n    def forward(self, x):\n"

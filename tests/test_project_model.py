@@ -149,7 +149,7 @@ def test_fix_does_not_touch_modules_migrated_by_their_entry(tmp_path, monkeypatc
 @pytest.mark.parametrize("setting, flagged", [("true", False), ("false", True), ('"auto"', False)])
 def test_runtime_migration_setting(setting, flagged, tmp_path, monkeypatch, capsys):
     root = copy_project("migration_package", tmp_path)
-    (root / "pyproject.toml").write_text(f"[tool.ascend-lint]\nruntime-migration = {setting}\n")
+    (root / "pyproject.toml").write_text(f"[tool.ascend-lint]\npreview = true\nruntime-migration = {setting}\n")
     found = cli(root, "--no-cache", ".", monkeypatch=monkeypatch, capsys=capsys)
     assert bool(found) is flagged
 
@@ -159,7 +159,7 @@ def test_migrating_modules_setting(tmp_path, monkeypatch, capsys):
     (root / "train.py").write_text("import torch_npu\nimport launcher_patch\n\nfrom models.net import build\n\n"
                                    "if __name__ == '__main__':\n    build()\n")
     assert cli(root, "--no-cache", ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
-    (root / "pyproject.toml").write_text('[tool.ascend-lint]\nmigrating-modules = ["launcher_patch"]\n')
+    (root / "pyproject.toml").write_text('[tool.ascend-lint]\npreview = true\nmigrating-modules = ["launcher_patch"]\n')
     assert cli(root, "--no-cache", ".", monkeypatch=monkeypatch, capsys=capsys) == Counter()
 
 

@@ -52,7 +52,7 @@ def assert_asc000(proc, name, needle):
 
 
 # ----------------------------------------------------------------------------- only regular files, bounded
-CHECK_JSON = ("check", "--isolated", "--no-cache", "--output-format", "json")
+CHECK_JSON = ("check", "--isolated", "--preview", "--no-cache", "--output-format", "json")
 
 
 @pytest.mark.parametrize("walked", [False, True], ids=["named", "walked"])
@@ -195,7 +195,7 @@ def _no_unsafe(text: str) -> bool:
 def test_hostile_file_names_reach_no_terminal_raw(project, args):
     (project / HOSTILE_NAME).write_text(FIXABLE + "y = x.t().contiguous()  # \x1b[2J\u202e\n")
     (project / ("bad\x1b[31m.py")).write_bytes(b"x = (\n")  # ASC000 with a hostile name, if linted
-    proc = run_cli(project, "check", "--isolated", "--no-cache", "--exit-zero", "--select", "ASC1,ASC6", ".", *args)
+    proc = run_cli(project, "check", "--isolated", "--preview", "--no-cache", "--exit-zero", "--select", "ASC1,ASC6", ".", *args)
     out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
     assert "Traceback" not in err and proc.returncode in ((1,) if args == ("--diff",) else (0,)), err
     assert _no_unsafe(out) and _no_unsafe(err), (out, err)
@@ -210,7 +210,7 @@ def test_warnings_are_sanitised(project):
     path = project / "ro\x1b[2Jx.py"
     path.write_text(FIXABLE)
     os.chmod(path, 0o444)
-    proc = run_cli(project, "check", "--isolated", "--no-cache", "--fix", path.name)
+    proc = run_cli(project, "check", "--isolated", "--preview", "--no-cache", "--fix", path.name)
     err = proc.stderr.decode()
     assert "ro\\x1b[2Jx.py: the file is read-only; fixes not written" in err and _no_unsafe(err)
 
@@ -243,7 +243,7 @@ def test_diff_refuses_a_file_name_with_a_newline(project):
     name = "evil.py\n+++ victim\n@@ -1 +1 @@\n-x\n+y\n.py"  # would make `patch -p0` write `victim`
     (project / name).write_text(FIXABLE)
     (project / "ok.py").write_text(FIXABLE)
-    proc = run_cli(project, "check", "--isolated", "--no-cache", "--diff", ".")
+    proc = run_cli(project, "check", "--isolated", "--preview", "--no-cache", "--diff", ".")
     out, err = proc.stdout.decode(), proc.stderr.decode()
     assert "no diff shown: its name" in err and "cannot carry safely" in err and _no_unsafe(err)
     assert "victim" not in out and out.count("+++ ") == 1 and "+++ ok.py" in out
@@ -254,7 +254,7 @@ def test_diff_refuses_a_file_name_with_a_newline(project):
 def test_patch_p0_patches_exactly_the_file_named_by_the_diff(project):
     (project / "my file.py").write_text(FIXABLE)
     (project / "my").write_text("decoy: an unquoted name would steer patch here\n")
-    proc = run_cli(project, "check", "--isolated", "--no-cache", "--diff", "my file.py")
+    proc = run_cli(project, "check", "--isolated", "--preview", "--no-cache", "--diff", "my file.py")
     assert proc.returncode == 1 and b'--- "my file.py"' in proc.stdout
     applied = subprocess.run(["patch", "-p0", "--batch"], cwd=project, input=proc.stdout, capture_output=True)
     assert applied.returncode == 0, applied.stdout + applied.stderr
@@ -264,11 +264,11 @@ def test_patch_p0_patches_exactly_the_file_named_by_the_diff(project):
 
 # ----------------------------------------------------------------------------- one write policy
 def _noqa(project, *paths):
-    return run_cli(project, "check", "--isolated", "--no-cache", "--select", "ASC6", "--add-noqa", *paths)
+    return run_cli(project, "check", "--isolated", "--preview", "--no-cache", "--select", "ASC6", "--add-noqa", *paths)
 
 
 def _fix(project, *paths):
-    return run_cli(project, "check", "--isolated", "--no-cache", "--select", "ASC6", "--fix", *paths)
+    return run_cli(project, "check", "--isolated", "--preview", "--no-cache", "--select", "ASC6", "--fix", *paths)
 
 
 @pytest.mark.parametrize("action", [_fix, _noqa], ids=["fix", "add-noqa"])
@@ -330,7 +330,7 @@ def test_add_noqa_in_an_unwritable_directory(project, monkeypatch, capsys):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(tempfile, "mkstemp", denied)
-    assert main(["check", "--isolated", "--no-cache", "--select", "ASC6", "--add-noqa", "m.py"]) == 0
+    assert main(["check", "--isolated", "--preview", "--no-cache", "--select", "ASC6", "--add-noqa", "m.py"]) == 0
     assert path.read_text() == FIXABLE.replace(".cuda()", ".cuda()  # noqa: ASC601")
     path.write_text(FIXABLE)
     import builtins
@@ -339,7 +339,7 @@ def test_add_noqa_in_an_unwritable_directory(project, monkeypatch, capsys):
     monkeypatch.setattr(builtins, "open", lambda p, mode="r", *a, **k: denied() if "+" in mode else
                         real_open(p, mode, *a, **k))
     capsys.readouterr()
-    assert main(["check", "--isolated", "--no-cache", "--select", "ASC6", "--add-noqa", "m.py"]) == 0
+    assert main(["check", "--isolated", "--preview", "--no-cache", "--select", "ASC6", "--add-noqa", "m.py"]) == 0
     err = capsys.readouterr().err
     assert "m.py: cannot write the file (Permission denied); noqa comments not written" in err
     assert "Traceback" not in err and path.read_text() == FIXABLE

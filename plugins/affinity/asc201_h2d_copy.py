@@ -33,6 +33,7 @@ PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "boo
 class HostToDeviceCopyInForward(Rule):
     code = "ASC201"
     name = "host-to-device-copy-in-forward"
+    preview = True  # demoted by the held-out precision measurement (docs/precision.md)
     message = "`{ctor}(...)` in {method} is copied from host to device on every call{mode}: {remedy}"
     fix_applicability = Applicability.UNSAFE
     triggers = ("tensor(", "Tensor(", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")

@@ -27,6 +27,7 @@ NUM_CLASSES = "num_classes"
 class DimNotAligned(Rule):
     code = "ASC401"
     name = "dim-not-16-aligned"
+    preview = True  # demoted by the held-out precision measurement (docs/precision.md)
     message = ("{value} ({what}) is not a multiple of {alignment}: consider {suggested}; "
                "Ascend moves data in {alignment}-element blocks")
     npu_context = True
