@@ -514,7 +514,7 @@ def write_porting_hint(results: Sequence[FileResult], out: TextIO) -> None:
     if count:
         files = f"{count} file{'s' if count != 1 else ''} that use{'s' if count == 1 else ''} CUDA"
         out.write(f"Note: NPU-context rules were skipped in {files} and not torch_npu. Porting a GPU project "
-                  "to Ascend? Run with `--target npu` to check every file as NPU code.\n")
+                  "to Ascend? Run with `--target npu --preview` to check every file as NPU code with every rule.\n")
 
 
 def add_noqa(results: Sequence[FileResult]) -> int:

@@ -12,7 +12,7 @@ from conftest import REGISTRY
 
 GPU = ("import torch\nmodel = Net().cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
        "for x, y in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    opt.step()\n")
-HINT = "Porting a GPU project to Ascend? Run with `--target npu`"
+HINT = "Porting a GPU project to Ascend? Run with `--target npu --preview`"
 
 
 def notes(text: str, target: str = "auto"):

@@ -127,3 +127,17 @@ def test_rules_show_held_out_precision_only(tmp_path, monkeypatch):
         assert docs.precision_label(REGISTRY.get("ASC201")) == "not measured"
     finally:
         docs._measurements.cache_clear()
+
+
+def test_recall_table_counts_misses_per_rule_and_group_and_by_the_default_set(tmp_path):
+    path = tmp_path / "recall.tsv"
+    path.write_text("rule\trepo@commit\tpath:line\treal\treported\treason\n"
+                    "ASC501\ta/b@1\tx.py:1\tyes\tyes (ASC501)\tsaves every step\n"
+                    "ASC203\ta/b@1\tx.py:2\tyes\tyes (ASC203)\treported by a preview rule\n"
+                    "ASC203\ta/b@1\tx.py:3\tno\tno\ta test\n"
+                    "ASC702\ta/b@1\tx.py:4\tyes\tno\ta reshape split\n")
+    rows = {line.split(" | ")[0].strip("| "): line for line in precision.recall_table(str(path))[2:]}
+    assert rows["ASC203"] == "| ASC203 | 2 | 1 | 1 | 0 | 0 % | 100 % |"
+    assert rows["**ASC5xx**"] == "| **ASC5xx** | 1 | 1 | 1 | 0 | 0 % | 0 % |"
+    assert rows["**ASC7xx**"] == "| **ASC7xx** | 1 | 1 | 0 | 1 | 100 % | 100 % |"
+    assert precision.recall_table(str(tmp_path / "missing.tsv")) == ["Not measured yet."]
