@@ -163,6 +163,13 @@ def _shard_of(text: str, shards: int) -> str:
     return "%02x" % (int(hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:4], 16) % shards)
 
 
+def _listing_entry(value: Any) -> bool:
+    """Is `value` a well-formed discovery.Listing entry (see Listing.dirs)?"""
+    return isinstance(value, list) and len(value) == 7 and type(value[0]) is int and isinstance(value[1], list) \
+        and isinstance(value[2], list) and (value[3] is None or isinstance(value[3], list)) \
+        and isinstance(value[5], list) and isinstance(value[6], str)
+
+
 def _read_json(path: str) -> Tuple[Any, Optional[Tuple[int, int]]]:
     """(data, (size, mtime)) of a JSON file; (None, None) when missing or unreadable, (None, stat) when corrupt."""
     try:
@@ -439,9 +446,7 @@ class ProjectStore:
         if self._listing is None or self._listing.key != key:
             data, _ = _read_json(os.path.join(self.folder, "listing.json"))
             dirs = data.get("dirs") if isinstance(data, dict) and data.get("key") == key else None
-            valid = isinstance(dirs, dict) and all(
-                isinstance(v, list) and len(v) == 5 and type(v[0]) is int and isinstance(v[1], list)
-                and isinstance(v[2], list) and (v[3] is None or isinstance(v[3], list)) for v in dirs.values())
+            valid = isinstance(dirs, dict) and all(_listing_entry(v) for v in dirs.values())
             self._listing = Listing(key, dirs if valid else None)
             if valid and isinstance(data.get("above"), dict):
                 self._listing.above = data["above"]

@@ -233,11 +233,9 @@ def discover(paths: Sequence[str], settings: Settings, report: Optional[Discover
         if os.path.isdir(raw) and not os.path.islink(raw) or (os.path.isdir(raw) and raw.endswith(os.sep)):
             if settings.force_exclude and here.excluded(raw, True):
                 continue
-            for path in _walk(raw, here, switch, listing):
-                found.setdefault(os.path.normpath(path), Target(os.path.normpath(path), False))
+            _add_walked(found, raw, here, switch, listing)
         elif os.path.isdir(raw):  # a symlink to a directory named explicitly
-            for path in _walk(raw, here, switch, listing):
-                found.setdefault(os.path.normpath(path), Target(os.path.normpath(path), False))
+            _add_walked(found, raw, here, switch, listing)
         elif os.path.lexists(raw):
             if settings.force_exclude and here.excluded(raw, False):
                 continue
@@ -250,6 +248,17 @@ def discover(paths: Sequence[str], settings: Settings, report: Optional[Discover
         for directory, reason in report.unreadable:
             print(f"warning: {directory}: directory not linted: {reason}", file=sys.stderr)
     return [found[k] for k in sorted(found)], missing
+
+
+def _add_walked(found: Dict[str, Target], raw: str, excluder: Excluder, switch, listing: Optional["Listing"]) -> None:
+    """The files below directory `raw`, by normalised path (walked from the normalised directory, whose
+    entries' names hold no `.`/`..` segments, so only a leading `./` needs removing)."""
+    top = os.path.normpath(raw)
+    strip = len("." + os.sep) if top == os.curdir else 0
+    for path in _walk(top, excluder, switch, listing):
+        path = path[strip:]
+        if path not in found:
+            found[path] = Target(path, False)
 
 
 SKIP = None  # a _walk switch's answer for a directory that is not walked
@@ -363,8 +372,9 @@ def _walk(top: str, excluder: Excluder, switch=None, listing: Optional[Listing] 
                 listing.changed = True
         if known[3] is not None and excluder.gitignore:
             chain = [(absolute, None)] + chain  # (read only if a directory below is listed again)
+        prefix = directory if directory.endswith(os.sep) else directory + os.sep
         for name in known[1]:
-            yield os.path.join(directory, name)
+            yield prefix + name
         for name in reversed(known[2]):
             todo.append((os.path.join(directory, name), os.path.join(absolute, name), chain, excluder, fresh))
 

@@ -193,3 +193,20 @@ def test_a_cached_listing_gives_what_a_fresh_walk_gives_after_each_change(tmp_pa
         _age(tmp_path)
         assert cached() == names(tmp_path)[0]
     assert "pkg/deep" not in {os.path.relpath(d, tmp_path) for d in (listing.prune() or listing.dirs)}
+
+
+def test_the_project_stores_listing_is_read_back(tmp_path):
+    """A listing saved by the project store is valid when read back (not re-listed on every run)."""
+    from ascend_lint.cache import ProjectStore
+    from ascend_lint.discovery import Listing
+
+    settings = Settings(project_root=str(tmp_path), cache_dir=str(tmp_path / ".cache"))
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    _age(tmp_path)
+    key = Listing.key_for(settings)
+    store = ProjectStore.open(settings, str(tmp_path))
+    discover([str(tmp_path)], settings, listing=store.listing(key))
+    store.save()
+    listing = ProjectStore.open(settings, str(tmp_path)).listing(key)
+    assert os.path.join(str(tmp_path), "pkg") in listing.dirs

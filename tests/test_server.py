@@ -182,7 +182,7 @@ class Published(dict):
         super().__setitem__(uri, diagnostics)
 
 
-async def diagnostics_until(client: LanguageClient, uri: str, predicate, timeout: float = 20.0):
+async def diagnostics_until(client: LanguageClient, uri: str, predicate, timeout: float = 60.0):
     """Wait for publications until the document's diagnostics satisfy `predicate`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -68,6 +68,13 @@ class _Summaries:
             yield rel, self[rel]
 
 
+
+def _needs_normalising(path: str) -> bool:
+    """Does an absolute path hold `.`/`..` segments or doubled separators (what abspath would change)?"""
+    sep = os.sep
+    return (sep + "." + sep in path or sep + ".." + sep in path or sep + sep in path[1:]
+            or path.endswith((sep + ".", sep + "..")) or (os.altsep is not None and os.altsep in path))
+
 class ProjectIndex:
     """Summaries of a project's files (relative paths, '/'-separated) and the model built from them."""
 
@@ -82,6 +89,7 @@ class ProjectIndex:
         self._model: Optional[ProjectModel] = None
         self._digest: Optional[str] = None
         self._tree_changes: Dict[str, Summary] = {}  # files that gained only tree facts since the model
+        self._stored_digest: Optional[str] = None  # the digest of the model last loaded from the store
 
     @classmethod
     def open(cls, paths: Sequence[str], settings: Any, cache: bool = True,
@@ -108,8 +116,8 @@ class ProjectIndex:
     # ----------------------------------------------------------------- files
     def relpath(self, path: str) -> Optional[str]:
         """The path of a file relative to the root ('/'-separated), None when it lies outside."""
-        absolute = path if os.path.isabs(path) and os.sep + "." not in path else os.path.abspath(path)
         prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
+        absolute = path if path.startswith(prefix) and not _needs_normalising(path) else os.path.abspath(path)
         if not absolute.startswith(prefix):
             return None
         rel = absolute[len(prefix):]
@@ -263,10 +271,10 @@ class ProjectIndex:
     # ----------------------------------------------------------------- model
     def digest(self) -> str:
         """A digest of everything the model is built from: the summaries' shapes and the settings."""
-        blob = json.dumps([SUMMARY_SCHEMA, MODEL_SCHEMA, sorted((rel, self.shape(rel)) for rel in self.shapes),
-                           getattr(self.settings, "runtime_migration", "auto"),
+        head = json.dumps([SUMMARY_SCHEMA, MODEL_SCHEMA, getattr(self.settings, "runtime_migration", "auto"),
                            list(getattr(self.settings, "migrating_modules", []))], default=repr)
-        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+        lines = [head] + [f"{rel}\0{self.shape(rel)}" for rel in sorted(self.shapes)]
+        return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
 
     def model(self) -> ProjectModel:
         """The model of the current summaries (built once per change of shape; loaded from the store when
@@ -281,6 +289,7 @@ class ProjectIndex:
         self._tree_changes = {}
         if tables is not None and tables.get("schema") == MODEL_SCHEMA:
             self._model = ProjectModel(tables)
+            self._stored_digest = digest  # (the store has this model: save() need not write it)
         elif refreshed is not None:
             self._model = refreshed
         else:
@@ -304,6 +313,8 @@ class ProjectIndex:
         if self.store is not None:
             model = self.model()
             complete = not self.incomplete() and not any(h.startswith("buffer:") for h in self.hashes.values())
+            if complete and self._digest is not None and self._digest == self._stored_digest:
+                complete = False  # the stored model is this one
             self.store.save(self._digest if complete else None, model.tables() if complete else None)
 
 
