@@ -110,6 +110,7 @@ class FileContext:
         self.withs: List[ast.AST] = []
         self.stack: List[ast.AST] = []  # nodes being visited, innermost last
         self._lines: Optional[List[str]] = None
+        self._lines_with_ends: Optional[List[str]] = None  # (files with `\r`: lines keeping their endings)
         self._import_facts = None  # computed on demand (import_status), only when a fix is built
         self._step_cache: Dict[object, bool] = {}
         self._step_callees: Optional[Set[str]] = None
@@ -814,7 +815,15 @@ class FileContext:
         if last is None or end_col is None:
             return None
         if "\r" in self.text:  # keep the file's own line endings inside the segment
-            return ast.get_source_segment(self.text, node)
+            if self._lines_with_ends is None:
+                self._lines_with_ends = _LINE_WITH_END.findall(self.text)  # (ast's own line splitting)
+            lines = self._lines_with_ends
+            if not 0 < first <= last <= len(lines):
+                return None
+            if first == last:
+                return _byte_slice(lines[first - 1], col, end_col)
+            return "".join([_byte_slice(lines[first - 1], col, None)] + lines[first:last - 1]
+                           + [_byte_slice(lines[last - 1], 0, end_col)])
         lines = self.lines
         if not 0 < first <= last <= len(lines):
             return None
@@ -851,6 +860,9 @@ def project_relative(path: str, root: Optional[str]) -> str:
         if not rel.startswith(".."):
             return rel
     return path
+
+
+_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # lines as `ast` numbers them, ends kept
 
 
 def _byte_slice(line: str, start: int, end: Optional[int]) -> str:

@@ -223,6 +223,7 @@ def test_lone_cr_and_crlf_newlines_keep_line_numbers():
     "import torch\ny = torch.tensor([1, 2],\n    device='npu')  # c\n",
     "s = 'αβγ'; y = f(x, k='δ')\nz = (a +\n     b)\n",
     "x = 1\r\ny = g(\r\n  2)\r\n",
+    "x = 'é'\ry = g(\r  'ü',\r\n  2)\nz = [\r1]",  # lone CR, CRLF and LF mixed, no final newline
     "def f(a, *, b=3):\n    return [i for i in a\n            if i]\n",
 ])
 def test_segment_matches_get_source_segment(src):
