@@ -817,20 +817,15 @@ class FileContext:
         if "\r" in self.text:  # keep the file's own line endings inside the segment
             if self._lines_with_ends is None:
                 self._lines_with_ends = _LINE_WITH_END.findall(self.text)  # (ast's own line splitting)
-            lines = self._lines_with_ends
-            if not 0 < first <= last <= len(lines):
-                return None
-            if first == last:
-                return _byte_slice(lines[first - 1], col, end_col)
-            return "".join([_byte_slice(lines[first - 1], col, None)] + lines[first:last - 1]
-                           + [_byte_slice(lines[last - 1], 0, end_col)])
-        lines = self.lines
+            lines, joiner = self._lines_with_ends, ""
+        else:
+            lines, joiner = self.lines, "\n"
         if not 0 < first <= last <= len(lines):
             return None
         if first == last:
             return _byte_slice(lines[first - 1], col, end_col)
-        return "\n".join([_byte_slice(lines[first - 1], col, None)] + lines[first:last - 1]
-                         + [_byte_slice(lines[last - 1], 0, end_col)])
+        return joiner.join([_byte_slice(lines[first - 1], col, None)] + lines[first:last - 1]
+                           + [_byte_slice(lines[last - 1], 0, end_col)])
 
     def char_col(self, line: int, byte_col: int) -> int:
         if not 0 < line <= len(self.lines):

@@ -24,7 +24,7 @@ def find_project_root(paths: Sequence[str], config_path: Optional[str] = None) -
     start = common if os.path.isdir(common) else os.path.dirname(common)
     directory = start
     while True:
-        if any(os.path.exists(os.path.join(directory, marker)) for marker in ROOT_MARKERS):
+        if is_marked(directory):
             return directory
         parent = os.path.dirname(directory)
         if parent == directory:

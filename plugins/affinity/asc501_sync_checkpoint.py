@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from typing import List, Optional, Tuple
 
+from ascend_lint.project.summary import call_text
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 from ascend_lint.semantic import argument, constant, has_star_args
 
@@ -217,11 +218,4 @@ def _callback_base(qual: Optional[str]) -> bool:
         ("Callback", "ModelCheckpoint", "CallBack"))
 def _dotted(node: Optional[ast.AST]) -> str:
     """`path` / `self.best_path` as a dotted string; '' for anything else."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return ""
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+    return (call_text(node) if node is not None else None) or ""
