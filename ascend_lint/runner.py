@@ -19,12 +19,14 @@ whatever the worker count, so `-j 1` and `-j 8` print the same.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import multiprocessing
 import os
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
@@ -88,6 +90,26 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
 def lint_groups(groups: Sequence[Group], jobs: int = 1, keep_sources: bool = True, index=None) -> List[FileResult]:
     """`lint_targets` for files of one project linted with different settings (hierarchical configuration):
     one project model, each file linted with its group's Linter and cached under its group's run key."""
+    with _gc_spares_the_project() as spare:
+        return _lint_groups(groups, jobs, keep_sources, index, spare)
+
+
+@contextmanager
+def _gc_spares_the_project() -> Iterator:
+    """Yields `spare()`: the objects alive when it is called (the project's summaries and model) are left out
+    of the cyclic GC's passes until the run ends, so that a pass costs what the run allocates since, not
+    the size of the project (and forked workers do not copy the pages a pass would touch). Does nothing if
+    the caller froze objects itself."""
+    if gc.get_freeze_count():
+        yield lambda: None
+        return
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
+
+
+def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, spare) -> List[FileResult]:
     global _PROJECT_FOR_WORKERS
     group_of: Dict[str, Group] = {}
     for group in groups:
@@ -97,6 +119,7 @@ def lint_groups(groups: Sequence[Group], jobs: int = 1, keep_sources: bool = Tru
             group_of.setdefault(target.path, group)
     if index is not None:
         index.model()  # the provisional model, built before any worker is forked
+        spare()
     results: Dict[str, FileResult] = {}
     deps: Dict[str, Optional[list]] = {}  # path -> deps of its result (None: no project questions to check)
     stats: Dict[str, Tuple[str, int, int, int]] = {}  # path -> (sha, size, mtime, read_ns) for storing
@@ -125,7 +148,8 @@ def lint_groups(groups: Sequence[Group], jobs: int = 1, keep_sources: bool = Tru
             todo.append((path, None))
     hashing = any(g.cache is not None for g in groups) or index is not None
     outcomes: List[Outcome] = []
-    for batch in _batches(todo, index):
+    batches = _batches(todo, index)
+    for number, batch in enumerate(batches, 1):
         _PROJECT_FOR_WORKERS = index
         try:
             for group in groups:
@@ -134,12 +158,13 @@ def lint_groups(groups: Sequence[Group], jobs: int = 1, keep_sources: bool = Tru
                     outcomes.extend(_run(group.linter, part, sizes, jobs, hashing, keep_sources))
         finally:
             _PROJECT_FOR_WORKERS = None
-        if index is not None:  # the next batch sees the facts this one found in the syntax trees
-            for outcome in outcomes:
-                if outcome.summarized and not outcome.hit:
+        if index is not None and number < len(batches):  # the next batch sees the step loops and precision
+            for outcome in outcomes:  # decisions this one found (the rest waits for the final model)
+                if outcome.summarized and not outcome.hit and index.gains_tree_facts(outcome.path, outcome.summary):
                     index.update(outcome.path, outcome.summary, outcome.sha, outcome.size, outcome.mtime_ns,
                                  outcome.read_ns)
             index.model()
+            spare()
     for outcome in outcomes:
         path = outcome.path
         group = group_of[path]

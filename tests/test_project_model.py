@@ -227,6 +227,25 @@ def test_cold_run_parses_each_file_once_when_no_answer_changes(tmp_path, monkeyp
     assert Counter(spy.paths).most_common(1)[0][1] == 1  # the provisional model already had every answer
 
 
+def test_a_cold_run_builds_the_model_at_most_twice(tmp_path, monkeypatch, capsys):
+    """The provisional model and the final one: step loops found meanwhile refresh it cheaply, and a file
+    that turns out not to parse waits for the final build (a full build costs seconds on a large tree)."""
+    import gc
+
+    from ascend_lint.project.model import ProjectModel
+
+    root = copy_project("step_helper", tmp_path)
+    (root / "broken.py").write_text("import torch\nloss.backward()\ndef f(:\n")  # (step words: linted first)
+    (root / "zz_broken.py").write_text("import torch\ny = x.transpose(0, 1).contiguous()\nclass C(:\n")
+    builds = []
+    original = ProjectModel.build.__func__
+    monkeypatch.setattr(ProjectModel, "build", classmethod(lambda cls, *a, **k: builds.append(len(a[0])) or original(cls, *a, **k)))
+    found = cli(root, ".", "--no-cache", monkeypatch=monkeypatch, capsys=capsys)
+    assert Counter({k: v for k, v in found.items() if k[0] not in ("broken.py", "zz_broken.py")}) == expected(root)
+    assert len(builds) <= 2, builds
+    assert gc.get_freeze_count() == 0  # the objects the run kept out of the GC's passes are handed back
+
+
 def test_deps_are_stored_and_replayed(tmp_path, monkeypatch, capsys):
     from ascend_lint.cache import ResultCache
     from ascend_lint.config import load_settings
@@ -260,7 +279,7 @@ def test_an_edit_that_only_moves_lines_keeps_the_stored_model(tmp_path, monkeypa
     builds = []
     original = model_mod.ProjectModel.build
     monkeypatch.setattr(model_mod.ProjectModel, "build",
-                        classmethod(lambda cls, *a, **k: builds.append(1) or original(*a, **k)))
+                        classmethod(lambda cls, *a, **k: builds.append(len(a[0])) or original(*a, **k)))
     train = root / "train.py"
     train.write_text("# a comment moves every line down\n" + train.read_text())
     out = run_stdin(root, "utils.py", (root / "utils.py").read_text(), monkeypatch, capsys)
@@ -317,3 +336,19 @@ def test_a_model_refreshed_with_tree_facts_equals_a_full_build(name):
     full = {rel: summarize(ast.parse(text), text, None, light[rel]) for rel, text in texts.items()}
     refreshed = ProjectModel.build(light).with_tree_facts(full)
     assert refreshed is not None and refreshed.tables() == ProjectModel.build(full).tables()
+
+
+@pytest.mark.parametrize("text", [
+    "x.cuda()", "torch.cuda.synchronize()", "a = 'cuda'", "a = \"cuda:1\"", "backend='nccl'", "d = 'cuda:0'",
+    "mycuda(x)", "x.cuda", "torch_cuda.x", "'cuda", "s = 'nccl2'", "f(torch.cuda)", "xtorch.cuda.y", "# cuda\nx.cuda()",
+    "x.npu()", "'npu'", "\"npu:0\"", "'hccl'", "torch.npu.synchronize()", "torch_npu", "'npu", "npu(", "torch.npu",
+    "a = 'npu'\n" * 3 + "b.cuda(", "pre torch.npu.x",
+])
+def test_device_context_is_the_whole_text_search(text):
+    """`search_near` tries the device patterns only around their anchors: the same answer as a search of the
+    whole text."""
+    from ascend_lint.project.data import GPU_TEXT_NEEDLES, GPU_TEXT_RE, NPU_TEXT_NEEDLES, NPU_TEXT_RE
+    from ascend_lint.project.summary import gpu_context, npu_context
+
+    assert gpu_context(text) == (any(n in text for n in GPU_TEXT_NEEDLES) and GPU_TEXT_RE.search(text) is not None)
+    assert npu_context([], text) == (any(n in text for n in NPU_TEXT_NEEDLES) and NPU_TEXT_RE.search(text) is not None)

@@ -72,10 +72,12 @@ PATCH_REGISTRARS: Dict[str, Tuple[int, int]] = {"register_patch": (0, 1)}
 NPU_PACKAGES = frozenset({"torch_npu", "mindspore", "mindformers", "mindspeed", "mindspeed_llm"})
 NPU_TEXT_RE = re.compile(r"""(['"])npu(?::\d+)?\1|\.npu\(|['"]hccl['"]|['"]npu:|\btorch\.npu\.\w""")
 NPU_TEXT_NEEDLES = ("'npu", '"npu', ".npu(", "'hccl", '"hccl', "torch.npu.")
+NPU_TEXT_REACH = len("torch.")  # a match starts at most this far before its `npu`/`hccl`
 # A script that uses a CUDA device or the NCCL backend (an entry script with this and no NPU context is a
 # GPU script: the modules it imports are shared with GPU code).
 GPU_TEXT_RE = re.compile(r"""\.cuda\(|\btorch\.cuda\.\w|(['"])(?:cuda(?::\d+)?|nccl)\1|['"]cuda:""")
 GPU_TEXT_NEEDLES = ("cuda", "nccl")
+GPU_TEXT_REACH = len("torch.")  # a match starts at most this far before its `cuda`/`nccl`
 
 # Text that makes a file worth a full look for step loops (a superset of semantic.is_step_call's names).
 STEP_WORDS = ("backward(", ".step(", "train_one_step", "train_step", "train_net", "train_network", "optimizer(")

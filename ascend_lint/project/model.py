@@ -117,6 +117,9 @@ class _Resolver:
         self._found: Dict[Tuple[str, str, bool], Optional[str]] = {}
         self._dirs: Dict[str, str] = {}
 
+    def forget_memos(self) -> None:
+        self._bindings, self._found, self._dirs = {}, {}, {}
+
     def _chain_name(self, rel: str) -> Tuple[str, str]:
         """The name Python gives the module when the directory holding its outermost package is on sys.path,
         and that directory."""
@@ -441,6 +444,7 @@ class _Builder:
         self._precision()
         self._config()
         m.builder = self
+        self._forget_memos()
         return m
 
     def refresh(self, changed: Mapping[str, Summary]) -> ProjectModel:
@@ -455,7 +459,16 @@ class _Builder:
         self._precision()
         m.builder = self
         old.builder = None
+        self._forget_memos()
         return m
+
+    def _forget_memos(self) -> None:
+        """Drop the lookups remembered while building (most of a build's memory on a large tree); a later
+        refresh works them out again as it needs them."""
+        self.kinds = {}
+        self._imports_memo = {}
+        self._parent_memo = {}
+        self.r.forget_memos()
 
     # --------------------------------------------------------------- classes
     def class_kind(self, qual: str, depth: int = 0) -> Optional[str]:

@@ -23,8 +23,8 @@ import warnings
 from collections import deque
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_RE, PATCH_REGISTRARS,
-                   PRECISION_WORDS, STEP_WORDS)
+from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_REACH, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_REACH,
+                   NPU_TEXT_RE, PATCH_REGISTRARS, PRECISION_WORDS, STEP_WORDS)
 
 SUMMARY_SCHEMA = 2
 Summary = Dict[str, Any]
@@ -119,12 +119,29 @@ def npu_context(modules: Iterable[str], text: str, occurs: Optional[Callable[[st
         if module.split(".", 1)[0] in NPU_PACKAGES or (
                 module.startswith("apex.") and module.rsplit(".", 1)[-1].startswith("Npu")):
             return True
-    return any(map(occurs or text.__contains__, NPU_TEXT_NEEDLES)) and NPU_TEXT_RE.search(text) is not None
+    return any(map(occurs or text.__contains__, NPU_TEXT_NEEDLES)) and \
+        search_near(NPU_TEXT_RE, text, ("npu", "hccl"), NPU_TEXT_REACH)
 
 
 def gpu_context(text: str) -> bool:
     """Does a file use a CUDA device, a `torch.cuda.*` API or the NCCL backend?"""
-    return any(needle in text for needle in GPU_TEXT_NEEDLES) and GPU_TEXT_RE.search(text) is not None
+    return any(needle in text for needle in GPU_TEXT_NEEDLES) and \
+        search_near(GPU_TEXT_RE, text, GPU_TEXT_NEEDLES, GPU_TEXT_REACH)
+
+
+def search_near(pattern: "re.Pattern[str]", text: str, anchors: Sequence[str], reach: int) -> bool:
+    """`pattern.search(text)`, for a one-line pattern whose every match holds one of `anchors` at most
+    `reach` characters after the match starts: tried only on the lines around each anchor (a whole-text
+    search of a pattern without a literal prefix tries every position)."""
+    find = text.find
+    for anchor in anchors:
+        at = find(anchor)
+        while at != -1:
+            end = find("\n", at)
+            if pattern.search(text, max(at - reach, 0), end if end != -1 else len(text)):
+                return True
+            at = find(anchor, at + 1)
+    return False
 
 
 _SET_CONTEXT_RE = re.compile(r"set_context[ \t]*\(")
