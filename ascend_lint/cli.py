@@ -313,7 +313,8 @@ def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namesp
     """The project index of the linted paths (the project model's one entry point)."""
     from .project.index import ProjectIndex
 
-    return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed, resolver=resolver)
+    return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed, resolver=resolver,
+                             jobs=_jobs(args))
 
 
 def _jobs(args: argparse.Namespace) -> int:

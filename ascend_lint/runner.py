@@ -280,6 +280,12 @@ def _run(linter: Linter, todo: List[Tuple[str, Optional[str]]], sizes: Dict[str,
                 yield from future.result()
 
 
+def map_in_workers(function, chunks: Sequence, jobs: int) -> Iterator:
+    """`function(chunk)` for each chunk, in up to `jobs` worker processes, results in the chunks' order."""
+    with ProcessPoolExecutor(min(jobs, len(chunks)), mp_context=_context()) as pool:
+        yield from pool.map(function, chunks)
+
+
 def make_chunks(todo: List[Tuple[str, Optional[str]]], sizes: Dict[str, int],
                 jobs: int) -> List[List[Tuple[str, Optional[str]]]]:
     """Tasks of about equal bytes, the biggest files first (they would otherwise finish last)."""

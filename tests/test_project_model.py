@@ -299,6 +299,21 @@ def test_worker_processes_see_the_same_facts(name, tmp_path, monkeypatch, capsys
     assert cli(root, "--no-cache", "-j", "2", ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root)
 
 
+@pytest.mark.parametrize("cache", [True, False])
+def test_text_summaries_made_in_workers_are_the_same(cache, tmp_path, monkeypatch):
+    from ascend_lint.config import Settings
+    from ascend_lint.project import index as index_module
+
+    root = copy_project("migration_package", tmp_path)
+    (root / "unreadable.py").write_bytes(b"\xff\xfe\x00bad")
+    serial = index_module.ProjectIndex.open([str(root)], Settings(project_root=str(root)), cache=cache)
+    monkeypatch.setattr(index_module, "PARALLEL_MIN_FILES", 1)
+    shutil.rmtree(root / ".ascend_lint_cache", ignore_errors=True)
+    parallel = index_module.ProjectIndex.open([str(root)], Settings(project_root=str(root)), cache=cache, jobs=2)
+    assert dict(parallel.summaries.items()) == dict(serial.summaries.items()) and len(serial.summaries) > 3
+    assert parallel.hashes == serial.hashes and parallel.model().tables() == serial.model().tables()
+
+
 def test_the_index_api_an_editor_uses(tmp_path):
     """One entry point: open the index of a file's project, lint a buffer with it, refresh from edits."""
     from ascend_lint.config import load_settings

@@ -17,7 +17,7 @@ import json
 import os
 import time
 from dataclasses import replace
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .model import MODEL_SCHEMA, ProjectModel, module_id
 from .root import find_project_root
@@ -93,11 +93,12 @@ class ProjectIndex:
 
     @classmethod
     def open(cls, paths: Sequence[str], settings: Any, cache: bool = True,
-             listed: Optional[Sequence[str]] = None, resolver: Any = None) -> "ProjectIndex":
+             listed: Optional[Sequence[str]] = None, resolver: Any = None, jobs: int = 1) -> "ProjectIndex":
         """The index of the project that `paths` belong to (its files listed and summarised). `listed`: the
         files of this project that discovery found for `paths`, reused when `paths` include the root itself
         (no second walk). With a `resolver` (hierarchical configuration), the model's settings are those of
-        the root's configuration, and directories whose configuration starts another project are left out."""
+        the root's configuration, and directories whose configuration starts another project are left out.
+        `jobs`: worker processes that may share the text summaries of files the store does not have."""
         root = find_project_root(paths, getattr(settings, "root_config", None) or getattr(settings, "config_path", None))
         if resolver is not None:
             settings = resolver.for_dir(root)
@@ -110,7 +111,7 @@ class ProjectIndex:
         same_excludes = resolver is not None or os.path.abspath(getattr(settings, "project_root", "")) == index.root
         whole = listed is not None and same_excludes and \
             any(os.path.isdir(p) and os.path.abspath(p) == index.root for p in paths)
-        index.load(list(listed) if whole else None)
+        index.load(list(listed) if whole else None, jobs)
         return index
 
     # ----------------------------------------------------------------- files
@@ -138,43 +139,41 @@ class ProjectIndex:
             listing.prune()
         return [t.path for t in targets]
 
-    def load(self, files: Optional[List[str]] = None) -> None:
+    def load(self, files: Optional[List[str]] = None, jobs: int = 1) -> None:
         """Summaries of every project file (`files`: the listing, when already known): the stored one when
-        the bytes are unchanged, else one from the text."""
+        the bytes are unchanged, else one from the text (made in `jobs` worker processes when there are
+        enough files)."""
         files = self.list_files() if files is None else files
         present = []
-        changed = []
+        unknown: List[Tuple[str, str, Any]] = []  # (path, rel, stat) of files whose stored entry is stale
         for path in files:
             rel = self.relpath(path)
             if rel is None:
                 continue
             present.append(rel)
-            if not self._load_one(path, rel):
-                changed.append((path, rel))
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            found = self.store.stat_entry(rel, st.st_size, st.st_mtime_ns) if self.store is not None else None
+            if found is not None:
+                self.hashes[rel], self.shapes[rel] = found
+            else:
+                unknown.append((path, rel, st))
+        changed = []
+        for rel, sha, light, st, read_ns in _text_summaries(unknown, jobs):
+            if sha is None:  # unreadable: no facts
+                self._set(rel, _empty(), "")
+                changed.append(rel)
+            elif not self._take(rel, sha, light, st, read_ns):
+                changed.append(rel)
         if self.store is not None:
             self.store.forget_missing(present)
             if changed and len(changed) <= EARLY_COMPLETE:
                 # a few edited files (pre-commit, an editor): parse them now, so their shapes can be compared
                 # with the stored ones and the stored model still serves when only lines moved
-                self.complete(only=[rel for _, rel in changed])
+                self.complete(only=changed)
         self._model = None
-
-    def _load_one(self, path: str, rel: str) -> bool:
-        """Take a file's summary; True when the store had it for these bytes."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            return True
-        if self.store is not None:
-            found = self.store.stat_entry(rel, st.st_size, st.st_mtime_ns)
-            if found is not None:
-                self.hashes[rel], self.shapes[rel] = found
-                return True
-        raw = _read(path, st)
-        if raw is None:
-            self._set(rel, _empty(), "")
-            return False
-        return self.set_text(rel, raw, None, st)
 
     def _set(self, rel: str, summary: Summary, sha: str) -> None:
         self.summaries[rel] = summary
@@ -185,20 +184,13 @@ class ProjectIndex:
             self.hashes.pop(rel, None)
         self._model = None
 
-    def set_text(self, rel: str, raw: bytes, text: Optional[str], st: Any = None, read_ns: int = 0) -> bool:
-        """A file's summary from its bytes: the stored one for these bytes, else a text-only one.
-        True when the store had it."""
-        sha = hashlib.sha256(raw).hexdigest()
+    def _take(self, rel: str, sha: str, light: Summary, st: Any, read_ns: int) -> bool:
+        """A file's summary for bytes of hash `sha`: the stored one for these bytes, else its text-only
+        `light` one. True when the store had it."""
         stored = self.store.summary(sha) if self.store is not None else None
-        if stored is not None:
-            self._set(rel, stored, sha)
-        else:
-            if text is None:
-                text = _decode(raw)
-            self._set(rel, light_summary(text) if text is not None else _empty(), sha)
-        if self.store is not None and st is not None:
-            self.store.put(rel, st.st_size, st.st_mtime_ns, read_ns or time.time_ns(), sha,
-                           self.summaries.get(rel), self.shape(rel))
+        self._set(rel, stored if stored is not None else light, sha)
+        if self.store is not None:
+            self.store.put(rel, st.st_size, st.st_mtime_ns, read_ns, sha, self.summaries.get(rel), self.shape(rel))
         return stored is not None
 
     def shape(self, rel: str) -> str:
@@ -323,6 +315,45 @@ class ProjectIndex:
             if complete and self._digest is not None and self._digest == self._stored_digest:
                 complete = False  # the stored model is this one
             self.store.save(self._digest if complete else None, model.tables() if complete else None)
+
+
+PARALLEL_MIN_FILES = 64  # fewer text summaries than this are not worth starting workers for
+
+
+def _text_summaries(unknown: List[Tuple[str, str, Any]], jobs: int) -> Iterator[Tuple[str, Optional[str], Summary, Any,
+                                                                                       int]]:
+    """(rel, content hash or None when unreadable, text-only summary, stat, read time) of each file; in
+    worker processes when there are enough files (the bytes stay there: only the summaries come back)."""
+    stats = {rel: st for _path, rel, st in unknown}
+    if jobs > 1 and len(unknown) >= PARALLEL_MIN_FILES:
+        from ..runner import make_chunks, map_in_workers
+
+        sizes = {path: st.st_size for path, _rel, st in unknown}
+        chunks = make_chunks([(path, rel) for path, rel, _st in unknown], sizes, jobs)
+        parts: Iterable[list] = map_in_workers(_summarise_files, chunks, jobs)
+    else:
+        parts = [_summarise_files([(path, rel) for path, rel, _st in unknown])]
+    for part in parts:
+        for rel, sha, light, read_ns in part:
+            yield rel, sha, light, stats[rel], read_ns
+
+
+def _summarise_files(items: Sequence[Tuple[str, str]]) -> List[Tuple[str, Optional[str], Summary, int]]:
+    """(rel, content hash or None when unreadable, text-only summary, read time) of each file."""
+    out = []
+    for path, rel in items:
+        read_ns = time.time_ns()
+        try:
+            raw = _read(path, os.stat(path))
+        except OSError:
+            raw = None
+        if raw is None:
+            out.append((rel, None, _empty(), read_ns))
+            continue
+        text = _decode(raw)
+        out.append((rel, hashlib.sha256(raw).hexdigest(), light_summary(text) if text is not None else _empty(),
+                    read_ns))
+    return out
 
 
 TREE_KEYS = frozenset({"light", "steps", "models", "amp_calls"})  # what summarize() adds to a light summary
