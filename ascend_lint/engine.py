@@ -66,7 +66,7 @@ def error_finding(path: str, reason: str, line: int = 1, col: int = 1) -> Findin
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Parsing allocates many objects that are not cyclic garbage: keep the cyclic GC out of it."""
     enabled = gc.isenabled()
     gc.disable()
@@ -150,7 +150,7 @@ class Linter:
         """Lint a decoded source; with `summarize`, also return its project summary and deps."""
         result = FileResult(source.path, source=source)
         try:
-            with _gc_paused():  # the tree dies (by refcount) inside: no cyclic GC pass over it
+            with gc_paused():  # the tree dies (by refcount) inside: no cyclic GC pass over it
                 analysis = self.analyse(source.text, source.path, tree, summarize=summarize, light=light)
             result.findings, result.summary, result.deps = analysis.findings, analysis.summary, analysis.deps
             result.notes = analysis.notes
@@ -247,7 +247,7 @@ class Linter:
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
             return _Walk([], skipped, None, notes, _summary_without_tree(text, path, light) if summarize else None)
         if tree is None:
-            with _gc_paused():
+            with gc_paused():
                 tree = parse(text, path)
         ctx = FileContext(path, text, tree, self.settings.target, self._root, occurs=scan.occurs,
                           project=view or NULL_VIEW, migrating_modules=tuple(self.settings.migrating_modules))
@@ -315,7 +315,7 @@ def _summary_without_tree(text: str, path: str, light: Optional[Summary]) -> Opt
     if not summary.get("light"):
         return summary
     try:
-        with _gc_paused():
+        with gc_paused():
             tree = parse(text, path)
     except SourceError:
         return None

@@ -161,12 +161,15 @@ class ProjectIndex:
             else:
                 unknown.append((path, rel, st))
         changed = []
-        for rel, sha, light, st, read_ns in _text_summaries(unknown, jobs):
-            if sha is None:  # unreadable: no facts
-                self._set(rel, _empty(), "")
-                changed.append(rel)
-            elif not self._take(rel, sha, light, st, read_ns):
-                changed.append(rel)
+        from ..engine import gc_paused
+
+        with gc_paused():  # (a project's worth of new summaries: no cyclic garbage, no GC pass over them)
+            for rel, sha, light, st, read_ns in _text_summaries(unknown, jobs):
+                if sha is None:  # unreadable: no facts
+                    self._set(rel, _empty(), "")
+                    changed.append(rel)
+                elif not self._take(rel, sha, light, st, read_ns):
+                    changed.append(rel)
         if self.store is not None:
             self.store.forget_missing(present)
             if changed and len(changed) <= EARLY_COMPLETE:
@@ -292,9 +295,12 @@ class ProjectIndex:
         elif refreshed is not None:
             self._model = refreshed
         else:
+            from ..engine import gc_paused
+
             files = {rel: self.summaries[rel] for rel in self.shapes}
-            self._model = ProjectModel.build(files, getattr(self.settings, "runtime_migration", "auto"),
-                                             getattr(self.settings, "migrating_modules", []))
+            with gc_paused():  # (the memos it makes die with it)
+                self._model = ProjectModel.build(files, getattr(self.settings, "runtime_migration", "auto"),
+                                                 getattr(self.settings, "migrating_modules", []))
         self._digest = digest
         return self._model
 

@@ -30,6 +30,7 @@ SUMMARY_SCHEMA = 2
 Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
+intern = sys.intern  # names repeat across a project's summaries: one string each (a large tree holds them all)
 _DOTTED = r"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*"
 # Statement starts worth a look, found with one literal-led pattern (fast in `re`), then read one by one.
 _STMT_START_RE = re.compile(r"\n([ \t]*)(?:import[ \t]|from[ \t]|def[ \t]|async[ \t]+def[ \t]|class[ \t]|if[ \t]+_)")
@@ -208,17 +209,17 @@ def light_summary(text: str) -> Summary:
             found = _IMPORT_RE.match(masked, head)
             if found:
                 for module, asname in _names(found.group(1)):
-                    imports.append([module, None, asname, 0, line, start])
+                    imports.append([intern(module), None, asname, 0, line, start])
         elif first == "f":
             found = _FROM_RE.match(masked, head)
             if found:
                 names = found.group(3) if found.group(3) is not None else found.group(4)
                 for name, asname in _names(names):
-                    imports.append([found.group(2), name, asname, len(found.group(1)), line, start])
+                    imports.append([intern(found.group(2)), intern(name), asname, len(found.group(1)), line, start])
         elif first == "c":
             found = _CLASS_RE.match(masked, head)
             if found and width == 0:
-                bases = [_dotted(b) for b in (found.group(2) or "").split(",")
+                bases = [intern(_dotted(b)) for b in (found.group(2) or "").split(",")
                          if b.strip() and "=" not in b and re.fullmatch(_DOTTED, b.strip())]
                 classes[found.group(1)] = [line, bases, []]
                 current_class = (_block_end(masked, start, 0), found.group(1), -1)
@@ -237,7 +238,7 @@ def light_summary(text: str) -> Summary:
             elif current_class is not None and current_class[2] in (-1, width):
                 current_class = (current_class[0], current_class[1], width)
                 qual = f"{current_class[1]}.{name}"
-                classes[current_class[1]][2].append(name)
+                classes[current_class[1]][2].append(intern(name))
             if qual is None and start < covered:
                 continue  # nested in a def whose span is known: its own span adds nothing
             end = _block_end(masked, start, width)
@@ -367,7 +368,7 @@ def _collect_calls(reverse: str, owners: List[Tuple[int, int, str, int]], defs: 
         for backwards in set(findall(reverse, size - end, size - start)):
             name = backwards[::-1]
             if (name.split(".", 1)[0] in known or name.startswith("self.")) and name not in _NOT_CALLED:
-                names.append(name)
+                names.append(intern(name))
         if names:
             names.sort()
             defs[qual][2] = names[:MAX_CALLS]
