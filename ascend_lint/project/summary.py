@@ -46,6 +46,7 @@ _REGISTRAR_RE = re.compile(
     r"(?:" + "|".join(map(re.escape, PATCH_REGISTRARS)) + r")\(\s*['\"](?P<target>[\w.]+)['\"]\s*,\s*(?P<value>[\w.]+)")
 _NOT_CALLED = frozenset(keyword.kwlist) | {"print", "len", "range", "isinstance", "getattr", "setattr", "hasattr",
                                           "super", "int", "float", "str", "list", "dict", "tuple", "set", "type"}
+_NOT_CALLED_BACKWARDS = frozenset(name[::-1] for name in _NOT_CALLED)
 # Top-level modules that are never the project's own code: calls through them are not collected.
 EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {
     "torch", "torch_npu", "numpy", "mindspore", "apex", "scipy", "einops", "triton", "deepspeed", "megatron",
@@ -363,12 +364,13 @@ def _collect_calls(reverse: str, owners: List[Tuple[int, int, str, int]], defs: 
     """Record, per function and method, the project-looking names it calls (`reverse`: the text reversed)."""
     findall = _CALL_REV_RE.findall
     size = len(reverse)
+    roots = {name[::-1] for name in known}  # (names are tested as found: backwards)
     for start, end, qual, _line in owners:
         names = []
         for backwards in set(findall(reverse, size - end, size - start)):
-            name = backwards[::-1]
-            if (name.split(".", 1)[0] in known or name.startswith("self.")) and name not in _NOT_CALLED:
-                names.append(intern(name))
+            root = backwards.rpartition(".")[2]
+            if (root in roots or (root == "fles" and "." in backwards)) and backwards not in _NOT_CALLED_BACKWARDS:
+                names.append(intern(backwards[::-1]))
         if names:
             names.sort()
             defs[qual][2] = names[:MAX_CALLS]
