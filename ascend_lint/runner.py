@@ -2,12 +2,14 @@
 
 With a project index (every face but bare API calls has one), a run is:
 1. the index gives every project file's summary: stored ones for unchanged bytes, a cheap text-only one
-   for the rest; the *provisional* model is built from them (before any worker is forked);
+   for the rest (made in the worker processes with `jobs > 1`); the *provisional* model is built from them
+   (before any worker is forked), and the objects then alive are left out of the GC's passes;
 2. files whose findings are not in the cache are linted ONCE against the provisional model; the same
    parse gives their full summary (no second parse) and their deps (the model questions asked);
 3. files of the project that are not linted and still lack facts that need a tree are parsed;
-4. the final model is built, and every result, fresh or cached, whose deps get a different answer from
-   it is linted again. So editing `train.py` changes the findings of `utils.py`, and nothing else is
+4. the final model is built (files found not to parse change the model only here: at most two full
+   builds per run), and every result, fresh or cached, whose deps get a different answer from it is
+   linted again. So editing `train.py` changes the findings of `utils.py`, and nothing else is
    linted twice.
 
 Files are streamed: each is read, linted and dropped, and nothing but its findings is kept (plus its
