@@ -16,7 +16,8 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from . import training_code
 from .fileio import split_lines
-from .project.data import HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, framework_kind
+from .project.data import (HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, STEP_CALL_NAMES, STEP_NAME_RE,
+                           STEP_RECEIVER_HINTS, framework_kind)
 from .project.summary import call_text, npu_context, run_mode
 from .project.view import NULL_VIEW, ProjectView
 from .rule import Span
@@ -34,11 +35,9 @@ CANONICAL_PREFIXES: Tuple[Tuple[str, str], ...] = (
 # the framework bases that make a class a model: catalogue data in project/data.py.
 RUNTIME_MIGRATION_MODULES = MIGRATING_MODULES
 RUNTIME_MIGRATION_PACKAGES = MIGRATED_PACKAGES
-STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 STEP_COUNTER_RE = re.compile(r"(?:^|_)(?:step|steps|iter|iters|iteration)$", re.IGNORECASE)
-# MindSpore training steps by name (lower case, underscores dropped): `train_step(x, y)`, `train_one_step`,
-# `_train_one_batch(b)`, `train_iter(...)`; and the cells that run one (`nn.TrainOneStepCell`, `TrainStepWrap`).
-STEP_NAME_RE = re.compile(r"train(?:one)?(?:step|batch|iter)")
+# MindSpore training steps by name: STEP_NAME_RE (`train_step(x, y)`, `_train_one_batch(b)`, `train_iter(...)`);
+# and the cells that run one (`nn.TrainOneStepCell`, `TrainStepWrap`).
 TRAIN_STEP_CLASS_RE = re.compile(r"(?i)train_?(?:one_?)?step")
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -996,7 +995,7 @@ def is_step_call(call: ast.Call) -> bool:
         if func.attr in ("train_one_step", "train_step"):
             return True
     name = receiver_name(func).lower()
-    if name in ("train_one_step", "train_net", "train_network", "train_step_cell"):
+    if name in STEP_CALL_NAMES:
         return True
     if "optim" in name and call.args and not call.keywords and isinstance(func, (ast.Name, ast.Attribute)):
         first = call.args[0]

@@ -367,3 +367,39 @@ def test_device_context_is_the_whole_text_search(text):
 
     assert gpu_context(text) == (any(n in text for n in GPU_TEXT_NEEDLES) and GPU_TEXT_RE.search(text) is not None)
     assert npu_context([], text) == (any(n in text for n in NPU_TEXT_NEEDLES) and NPU_TEXT_RE.search(text) is not None)
+
+
+STEP_CALLS = [
+    "loss.backward()", "loss.backward (retain_graph=True)", "optimizer.step()", "self.optimizer.step()",
+    "scaler.step(opt)", "opt\\\n    .step()", "(optimizer\n .step())", "(opt).step()", "model.train_step(x, y)",
+    "engine.train_one_step(b)", "train_one_step(b)", "Train_Net(x)", "self.train_network(x)",
+    "train_step_cell(x)", "self._train_one_batch(b)", "train_iter(it)", "optimizer(grads)",
+    "self.optim(grads)", "opt(grads)", "_opt(g)", "self.optimizer(out[1])", "self.run_optimizer(grads)",
+]
+NOT_STEP_CALLS = ["self.scheduler.step(latents)", "noise_scheduler.step(x)", "self.ema.step(x)", "opts[i].step()",
+                  "timesteps = scheduler.timesteps", "x = Optional[int]", "adopt(x)", "'s'.step()",
+                  "opt = get_optimizer(model)"]
+
+
+@pytest.mark.parametrize("call", STEP_CALLS + NOT_STEP_CALLS)
+def test_step_calls_are_found_in_the_text(call):
+    """The text scan that decides whether a file may hold step loops finds every call the semantic layer
+    takes for a training step, on its line (a superset: never a step loop lost to the pre-filter), and
+    passes over a diffusion scheduler's `step`."""
+    import ast
+
+    from ascend_lint.project.summary import might_step, step_call_lines
+    from ascend_lint.semantic import FileContext, is_step_call
+
+    text = f"import torch\ntrainer = nn.TrainOneStepCell(net, opt)\n\n\ndef f():\n    {call}\n"
+    tree = ast.parse(text)
+    ctx = FileContext("t.py", text, tree)
+    steps = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and node.lineno > 2 and
+             (is_step_call(node) or ctx._mindspore_step(node))]
+    assert bool(steps) == (call in STEP_CALLS)
+    if steps:
+        assert might_step(text)
+        assert set(step_call_lines(text)) & set(range(steps[0].lineno, steps[0].end_lineno + 1))
+    else:
+        assert not might_step(text.replace("nn.TrainOneStepCell(net, opt)", "None"))
+    assert might_step(text)  # (a `TrainOneStepCell` makes every call of its instance a step)

@@ -79,8 +79,12 @@ GPU_TEXT_RE = re.compile(r"""\.cuda\(|\btorch\.cuda\.\w|(['"])(?:cuda(?::\d+)?|n
 GPU_TEXT_NEEDLES = ("cuda", "nccl")
 GPU_TEXT_REACH = len("torch.")  # a match starts at most this far before its `cuda`/`nccl`
 
-# Text that makes a file worth a full look for step loops (a superset of semantic.is_step_call's names).
-STEP_WORDS = ("backward(", ".step(", "train_one_step", "train_step", "train_net", "train_network", "optimizer(")
+# Training steps (semantic.is_step_call and FileContext's MindSpore step test; summary.step_call_offsets finds
+# a superset of them in text): `x.step()` on a receiver named with one of STEP_RECEIVER_HINTS and without
+# "sched"; calls named like a step (lower case, underscores dropped: STEP_NAME_RE, or one of STEP_CALL_NAMES).
+STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
+STEP_NAME_RE = re.compile(r"train(?:one)?(?:step|batch|iter)")
+STEP_CALL_NAMES = ("train_one_step", "train_net", "train_network", "train_step_cell")
 # Text that makes a file worth a full look for precision decisions about the models it trains.
 PRECISION_WORDS = ("amp.initialize", "amp_level", ".half()", ".bfloat16()", "to_float", "float16)", " Model(",
                    "=Model(", "TrainOneStep", "MixedPrecision", "param_dtype", "autocast", "build_train_network",

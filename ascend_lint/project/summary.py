@@ -24,9 +24,9 @@ from collections import deque
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_REACH, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_REACH,
-                   NPU_TEXT_RE, PATCH_REGISTRARS, PRECISION_WORDS, STEP_WORDS)
+                   NPU_TEXT_RE, PATCH_REGISTRARS, PRECISION_WORDS, STEP_NAME_RE, STEP_RECEIVER_HINTS)
 
-SUMMARY_SCHEMA = 2
+SUMMARY_SCHEMA = 3
 Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
@@ -268,7 +268,7 @@ def light_summary(text: str) -> Summary:
     if owners:
         _collect_calls(reverse, owners, defs, known)
     # "light": the syntax tree holds more (step loops, precision decisions): see summarize()
-    deep = any(w in masked for w in STEP_WORDS) or any(w in masked for w in PRECISION_WORDS)
+    deep = might_step(masked) or any(w in masked for w in PRECISION_WORDS)
     modules = (module + "." + name if name else module
                for module, name, _asname, level, _line, in_func in imports if not level and not in_func)
     summary = {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
@@ -389,7 +389,9 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
         from ..semantic import FileContext  # (semantic imports this package: import it late)
 
         ctx = FileContext("<summary>", text, tree)
-    step_lines = _word_lines(text, STEP_WORDS)
+    if "\r" in text:  # (lines as the parser counts them: a lone '\r' ends one too)
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    step_lines = _with_local_callers(step_call_lines(text), summary["defs"], text)
     precision_lines = _word_lines(text, PRECISION_WORDS)
     fp_lines: Optional[List[int]] = None
     known = _known_roots(summary["imports"], summary["classes"], summary["defs"]) | {"self"}
@@ -420,6 +422,101 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     if amp_calls:
         summary["amp_calls"] = amp_calls
     return summary
+
+
+# ----------------------------------------------------------------------------- step calls in text
+_BACKWARD_RE = re.compile(r"backward\s*\(")
+_STEP_CALL_RE = re.compile(r"step\s*\(")
+# Literal-led patterns for the rest, each hit then read as the whole name around it (lower case,
+# underscores dropped, as the semantic layer compares names): `train_one_step`, `TrainOneStepCell`,
+# `optimizer(`, `opt(`.
+_NAME_PIECES_RE = (re.compile(r"rain\w*"), re.compile(r"RAIN\w*"))
+_CALLED_PIECES_RE = (re.compile(r"ptim\w*(?=\s*\()"), re.compile(r"PTIM\w*(?=\s*\()"), re.compile(r"pt_*(?=\s*\()"),
+                     re.compile(r"PT_*(?=\s*\()"))
+
+
+def step_call_lines(text: str) -> List[int]:
+    """Sorted numbers of the lines (counted by '\\n' alone) that may call a training step."""
+    count = text.count
+    return sorted({count("\n", 0, pos) + 1 for pos in _step_calls(text)})
+
+
+def might_step(text: str) -> bool:
+    """Could the text call a training step?"""
+    return next(_step_calls(text), None) is not None
+
+
+def _step_calls(text: str) -> Iterator[int]:
+    """Offsets where the text may call a training step: a superset, from the text alone, of the calls that
+    `semantic.is_step_call` and FileContext's MindSpore step test accept: `.backward(`, `.step(` on a receiver
+    that may be an optimizer or a grad scaler (not a scheduler's: diffusers pipelines call
+    `self.scheduler.step(` in every denoising loop), a call named like a step (`train_one_step(`,
+    `_train_one_batch(`, a `TrainOneStepCell`), `optimizer(grads)`, `opt(grads)`."""
+    for m in _BACKWARD_RE.finditer(text):
+        yield m.start()
+    for m in _STEP_CALL_RE.finditer(text):
+        if _may_step_on(text, m.start()):
+            yield m.start()
+    for pattern in _NAME_PIECES_RE:
+        for m in pattern.finditer(text):
+            name = _bare_name(text, m.start(), m.end())
+            if STEP_NAME_RE.search(name) or "trainnet" in name:
+                yield m.start()
+    for pattern in _CALLED_PIECES_RE:
+        for m in pattern.finditer(text):
+            name = _bare_name(text, m.start(), m.end())
+            if name.startswith("optim") or name == "opt" or ("optim" in name and _grad_first(text, m.end())):
+                yield m.start()
+
+
+_FIRST_ARG_RE = re.compile(r"\s*\(\s*(\w*)")
+
+
+def _grad_first(text: str, end: int) -> bool:
+    """Is the first argument of the call whose name ends at `end` a name holding `grad`?"""
+    m = _FIRST_ARG_RE.match(text, end)
+    return m is not None and "grad" in m.group(1).lower()
+
+
+def _bare_name(text: str, start: int, end: int) -> str:
+    """The name (lower case, underscores dropped) of the identifier run that ends at `end` and holds `start`."""
+    while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return text[start:end].lower().replace("_", "")
+
+
+def _with_local_callers(lines: List[int], defs: Dict[str, list], text: str) -> List[int]:
+    """`lines` (sorted) plus the lines that call, by name, a function or method of the file that holds one of
+    them, twice over: a loop calling a helper that steps is a step loop (FileContext looks two calls deep)."""
+    for _depth in range(2):
+        names = {qual.rpartition(".")[2] + "(" for qual, (first, last, _calls) in defs.items()
+                 if _any_within(lines, first, last)}
+        more = sorted(set(lines).union(_word_lines(text, sorted(names)))) if names else lines
+        if more == lines:
+            break
+        lines = more
+    return lines
+
+
+def _may_step_on(text: str, step: int) -> bool:
+    """Could the `step(` at `step` be `.step(` on an optimizer or a scaler? Its receiver's name decides; a
+    receiver read off a subscript (`opts[i].step(`) or a literal has no name and never steps; anything else
+    may."""
+    i = step - 1
+    while i >= 0 and text[i] in " \t\r\n\\":
+        i -= 1
+    if i < 0 or text[i] != ".":
+        return False
+    i -= 1
+    while i >= 0 and text[i] in " \t\r\n\\":
+        i -= 1
+    if i < 0 or not (text[i].isalnum() or text[i] == "_"):
+        return i < 0 or text[i] not in "]'\""  # (`(opt).step(`, a call's result: maybe)
+    start = i
+    while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    name = text[start:i + 1].lower()
+    return "sched" not in name and any(h in name for h in STEP_RECEIVER_HINTS)
 
 
 def _word_lines(text: str, words: Sequence[str]) -> List[int]:
