@@ -712,6 +712,15 @@ class FileContext:
             self._step_cache[key] = self._performs_step(loop)
         return self._step_cache[key]
 
+    def is_step_loop_unwalked(self, loop: ast.AST) -> bool:
+        """`is_step_loop` asked before the walk (the project summary): names are not bound yet, so the
+        answer may differ from the walk's and nothing is kept in the cache the walk reads."""
+        kept, self._step_cache = self._step_cache, {}
+        try:
+            return self._performs_step(loop)
+        finally:
+            self._step_cache = kept
+
     def _callee_steps(self, target: ast.AST, depth: int) -> bool:
         """_performs_step of a called local function, cached (many loops call the same helpers)."""
         key = (id(target), depth)

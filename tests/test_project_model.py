@@ -374,7 +374,7 @@ STEP_CALLS = [
     "scaler.step(opt)", "opt\\\n    .step()", "(optimizer\n .step())", "(opt).step()", "model.train_step(x, y)",
     "engine.train_one_step(b)", "train_one_step(b)", "Train_Net(x)", "self.train_network(x)",
     "train_step_cell(x)", "self._train_one_batch(b)", "train_iter(it)", "optimizer(grads)",
-    "self.optim(grads)", "opt(grads)", "_opt(g)", "self.optimizer(out[1])", "self.run_optimizer(grads)",
+    "self.optim(grads)", "opt(grads)", "Opt(grads)", "_opt(g)", "self.optimizer(out[1])", "self.run_optimizer(grads)",
 ]
 NOT_STEP_CALLS = ["self.scheduler.step(latents)", "noise_scheduler.step(x)", "self.ema.step(x)", "opts[i].step()",
                   "timesteps = scheduler.timesteps", "x = Optional[int]", "adopt(x)", "'s'.step()",
