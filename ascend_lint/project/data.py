@@ -79,8 +79,8 @@ GPU_TEXT_RE = re.compile(r"""\.cuda\(|\btorch\.cuda\.\w|(['"])(?:cuda(?::\d+)?|n
 GPU_TEXT_NEEDLES = ("cuda", "nccl")
 GPU_TEXT_REACH = len("torch.")  # a match starts at most this far before its `cuda`/`nccl`
 
-# Training steps (semantic.is_step_call and FileContext's MindSpore step test; summary.step_call_offsets finds
-# a superset of them in text): `x.step()` on a receiver named with one of STEP_RECEIVER_HINTS and without
+# Training steps (semantic.is_step_call and FileContext's MindSpore step test; summary.might_step and
+# step_call_lines find a superset of them in text): `x.step()` on a receiver named with one of STEP_RECEIVER_HINTS and without
 # "sched"; calls named like a step (lower case, underscores dropped: STEP_NAME_RE, or one of STEP_CALL_NAMES).
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 STEP_NAME_RE = re.compile(r"train(?:one)?(?:step|batch|iter)")

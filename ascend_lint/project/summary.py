@@ -480,9 +480,14 @@ def _grad_first(text: str, end: int) -> bool:
 
 def _bare_name(text: str, start: int, end: int) -> str:
     """The name (lower case, underscores dropped) of the identifier run that ends at `end` and holds `start`."""
-    while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
-        start -= 1
-    return text[start:end].lower().replace("_", "")
+    return text[_word_start(text, start):end].lower().replace("_", "")
+
+
+def _word_start(text: str, pos: int) -> int:
+    """Where the identifier run holding offset `pos` (or ending just before it) starts."""
+    while pos and (text[pos - 1].isalnum() or text[pos - 1] == "_"):
+        pos -= 1
+    return pos
 
 
 def _with_local_callers(lines: List[int], defs: Dict[str, list], text: str) -> List[int]:
@@ -512,10 +517,7 @@ def _may_step_on(text: str, step: int) -> bool:
         i -= 1
     if i < 0 or not (text[i].isalnum() or text[i] == "_"):
         return i < 0 or text[i] not in "]'\""  # (`(opt).step(`, a call's result: maybe)
-    start = i
-    while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
-        start -= 1
-    name = text[start:i + 1].lower()
+    name = text[_word_start(text, i):i + 1].lower()
     return "sched" not in name and any(h in name for h in STEP_RECEIVER_HINTS)
 
 
