@@ -23,12 +23,11 @@ Reasons are short phrases that name the other file and line, for messages.
 """
 from __future__ import annotations
 
-import posixpath
 import re
 from collections import deque
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
-from .data import HOT_METHODS, framework_kind, migrating_module
+from .data import HOT_METHODS, MIGRATING_MODULES, framework_kind, migrating_module
 from .summary import Summary
 
 CALL_DEPTH = 3  # calls followed from a hot method or a step loop
@@ -39,6 +38,16 @@ MODEL_SCHEMA = 3
 TEST_PREFIXES = ("test", "bench")  # as FileContext.in_test_code
 
 Reason = str
+_UNSET: Any = object()  # (a memo's "not looked up yet": None is an answer)
+
+
+def _dirname(rel: str) -> str:
+    """posixpath.dirname for the model's relative paths (no trailing or doubled slashes), without its overhead."""
+    return rel.rpartition("/")[0]
+
+
+def _basename(rel: str) -> str:
+    return rel.rpartition("/")[2]
 
 
 def module_id(relpath: str) -> str:
@@ -104,7 +113,7 @@ class _Resolver:
             mid = module_id(rel)
             if mid and (mid not in self.by_id or rel.endswith(".py")):
                 self.by_id[mid] = rel
-        packages = {posixpath.dirname(rel) for rel in self.files if posixpath.basename(rel) == "__init__.py"}
+        packages = {_dirname(rel) for rel in self.files if _basename(rel) == "__init__.py"}
         self.package_dirs = packages
         self.aliases: Dict[str, List[str]] = {}  # package-chain name -> module ids
         self.path_dirs: Dict[str, str] = {}  # aliased module id -> the directory its chain name is relative to
@@ -115,23 +124,23 @@ class _Resolver:
                 self.path_dirs[mid] = directory
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self._found: Dict[Tuple[str, str, bool], Optional[str]] = {}
-        self._dirs: Dict[str, str] = {}
+        self._homes: Dict[Optional[str], Tuple[str, str, bool]] = {}  # importer -> (relpath, directory, package?)
+        self._bases: Dict[Tuple[str, int], Optional[str]] = {}  # (importer, level) -> relative_base
 
     def forget_memos(self) -> None:
-        self._bindings, self._found, self._dirs = {}, {}, {}
+        self._bindings, self._found, self._homes, self._bases = {}, {}, {}, {}
 
     def _chain_name(self, rel: str) -> Tuple[str, str]:
         """The name Python gives the module when the directory holding its outermost package is on sys.path,
         and that directory."""
-        directory = posixpath.dirname(rel)
+        directory, _, base = rel.rpartition("/")
         parts: List[str] = []
-        base = posixpath.basename(rel)
         stem = base.rsplit(".", 1)[0]
         if stem != "__init__":
             parts.append(stem)
         while directory and directory in self.package_dirs:
-            parts.append(posixpath.basename(directory))
-            directory = posixpath.dirname(directory)
+            directory, _, name = directory.rpartition("/")
+            parts.append(name)
         return ".".join(reversed(parts)), directory
 
     # --------------------------------------------------------------- modules
@@ -139,20 +148,19 @@ class _Resolver:
         """The module id an absolute import of `name` from module `importer` loads, if it is the project's."""
         if not name:
             return None
-        rel = self.by_id.get(importer, "") if importer is not None else ""
-        directory = self._dirs.get(rel)
-        if directory is None:
-            directory = self._dirs[rel] = posixpath.dirname(rel)
-        key = (name, directory, rel.endswith("__init__.py"))
-        if key in self._found:
-            return self._found[key]
-        found = self._find_module(name, importer, rel)
-        self._found[key] = found
+        home = self._homes.get(importer)
+        if home is None:
+            rel = self.by_id.get(importer, "") if importer is not None else ""
+            home = self._homes[importer] = (rel, _dirname(rel), rel.endswith("__init__.py"))
+        rel, directory, package = home
+        key = (name, directory, package)
+        found = self._found.get(key, _UNSET)
+        if found is _UNSET:
+            found = self._found[key] = self._find_module(name, importer, rel, directory)
         return found
 
-    def _find_module(self, name: str, importer: Optional[str], rel: str) -> Optional[str]:
+    def _find_module(self, name: str, importer: Optional[str], rel: str, directory: str) -> Optional[str]:
         if importer is not None:  # a script's own directory comes first on sys.path
-            directory = posixpath.dirname(rel)
             if directory and directory not in self.package_dirs:
                 local = f"{directory.replace('/', '.')}.{name}"
                 if local in self.by_id:
@@ -170,7 +178,6 @@ class _Resolver:
             return None
         if name in self.by_id:
             return name
-        directory = posixpath.dirname(rel)
         if importer is not None and directory:  # a script run from inside a package directory
             local = f"{directory.replace('/', '.')}.{name}"
             if local in self.by_id:
@@ -184,19 +191,27 @@ class _Resolver:
         the project root or a directory right below it (what a project installs). A package inside a sibling tree (another model's
         directory in a model zoo, a library vendored there) is not on the importer's path."""
         directory = self.path_dirs.get(mid, "")
-        if posixpath.basename(directory) == "src":  # a src/ layout: installed, seen from its whole project
-            directory = posixpath.dirname(directory)
-        if directory.count("/") == 0 or importer_rel.startswith(directory + "/"):
+        parent, _, last = directory.rpartition("/")
+        if last == "src":  # a src/ layout: installed, seen from its whole project
+            directory = parent
+        if "/" not in directory or importer_rel.startswith(directory + "/"):
             return True
-        home = posixpath.dirname(importer_rel)
+        home = _dirname(importer_rel)
         return not home or directory.startswith(home + "/")
 
     def relative_base(self, importer: str, level: int) -> Optional[str]:
+        key = (importer, level)
+        found = self._bases.get(key, _UNSET)
+        if found is _UNSET:
+            found = self._bases[key] = self._relative_base(importer, level)
+        return found
+
+    def _relative_base(self, importer: str, level: int) -> Optional[str]:
         rel = self.by_id.get(importer)
         if rel is None:
             return None
         parts = importer.split(".") if importer else []
-        if posixpath.basename(rel) != "__init__.py":
+        if _basename(rel) != "__init__.py":
             parts = parts[:-1]
         if level > 1:
             parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else None
@@ -418,6 +433,7 @@ class _Builder:
         self.r = _Resolver(files)
         self.runtime_migration = runtime_migration
         self.extra = extra
+        self.migrating_roots = {known.partition(".")[0] for known in MIGRATING_MODULES + extra}
         self.model = ProjectModel()
         self.kinds: Dict[str, Optional[str]] = {}
         self._imports_memo: Dict[Tuple[str, bool], List[Tuple[str, int]]] = {}
@@ -507,7 +523,7 @@ class _Builder:
     def is_test(self, mid: str, owner: str = "") -> bool:
         """Test or benchmark code (`test_*.py` / `*_test.py`, functions named `test*` / `bench*`): it makes
         no function of the project hot or per-step."""
-        base = posixpath.basename(self.path(mid))
+        base = _basename(self.path(mid))
         if base.startswith("test_") or base.endswith("_test.py"):
             return True
         return any(part.lower().startswith(TEST_PREFIXES) for part in owner.split(".")[-1:] if part)
@@ -721,8 +737,9 @@ class _Builder:
         return [(p, line) for p in parents]
 
     def _direct_migration(self, mid: str, function_level: bool) -> Optional[str]:
+        roots = self.migrating_roots
         for number, (module, name, _asname, level, _line, in_func) in enumerate(self.summary(mid).get("imports", ())):
-            if level or (in_func and not function_level):
+            if level or (in_func and not function_level) or module.partition(".")[0] not in roots:
                 continue
             full = f"{module}.{name}" if name and name != "*" else module
             known = migrating_module(full, self.extra) or migrating_module(module, self.extra)
