@@ -9,7 +9,7 @@ With a project index (every face but bare API calls has one), a run is:
 3. files of the project that are not linted and still lack facts that need a tree are parsed;
 4. the final model is built (files found not to parse change the model only here: at most two full
    builds per run), and every result, fresh or cached, whose deps get a different answer from it is
-   linted again. So editing `train.py` changes the findings of `utils.py`, and nothing else is
+   linted again (in the worker processes too, when there are enough). So editing `train.py` changes the findings of `utils.py`, and nothing else is
    linted twice.
 
 Files are streamed: each is read, linted and dropped, and nothing but its findings is kept (plus its
@@ -189,13 +189,20 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
     if index is not None:
         index.complete(skip=[r for r in (index.relpath(p) for p in results) if r is not None])
         final = index.model()
-        for path in sorted(results):  # results whose project answers changed are linted again
-            if not replay(final, deps.get(path) or [], index.summary_of):
-                outcome = _lint_one(group_of[path].linter, path, None, True, keep_sources)
-                results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
-                deps[path] = outcome.deps
-                if outcome.sha:
-                    stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
+        again = [(path, None) for path in sorted(results)  # results whose project answers changed
+                 if not replay(final, deps.get(path) or [], index.summary_of)]
+        _PROJECT_FOR_WORKERS = index  # (forked workers see the final model)
+        try:
+            for group in groups:
+                part = [item for item in again if group_of[item[0]] is group] if len(groups) > 1 else again
+                for outcome in (_run(group.linter, part, sizes, jobs, True, keep_sources) if part else ()):
+                    path = outcome.path
+                    results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
+                    deps[path] = outcome.deps
+                    if outcome.sha:
+                        stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
+        finally:
+            _PROJECT_FOR_WORKERS = None
         index.save()
     for group in groups:
         if group.cache is None:

@@ -403,3 +403,34 @@ def test_step_calls_are_found_in_the_text(call):
     else:
         assert not might_step(text.replace("nn.TrainOneStepCell(net, opt)", "None"))
     assert might_step(text)  # (a `TrainOneStepCell` makes every call of its instance a step)
+
+
+def test_results_linted_again_under_the_final_model_go_to_the_workers(tmp_path, monkeypatch, capsys):
+    """A training script's own step loop is read from the tree the run parses to lint it, so its findings
+    were made under a model without it and are linted again under the final one: with -j 2, in the
+    workers, with the findings -j 1 gives."""
+    from ascend_lint import runner
+
+    monkeypatch.setattr(runner, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 2)
+    root = tmp_path / "scripts"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[tool.ascend-lint]\npreview = true\n")
+    for number in range(4):
+        (root / f"train_{number}.py").write_text(
+            "import torch\nimport torch_npu\n\n\ndef log_loss(loss):\n    print(loss.item())\n\n\n"
+            "def train(model, loader, optimizer):\n    for x in loader:\n        loss = model(x).sum()\n"
+            "        loss.backward()\n        optimizer.step()\n        log_loss(loss)\n")
+    serial = cli(root, "--no-cache", "-j", "1", ".", monkeypatch=monkeypatch, capsys=capsys)
+    batches: List[List[str]] = []
+    original = runner._run
+
+    def recording(linter, todo, sizes, jobs, *args):
+        batches.append([os.path.basename(path) for path, _ in todo])
+        assert jobs == 2
+        return original(linter, todo, sizes, jobs, *args)
+
+    monkeypatch.setattr(runner, "_run", recording)
+    assert cli(root, "--no-cache", "-j", "2", ".", monkeypatch=monkeypatch, capsys=capsys) == serial
+    assert ("train_0.py", 6, "ASC203") in serial  # `log_loss` runs every step
+    assert batches == [[f"train_{n}.py" for n in range(4)]] * 2  # linted, then linted again: in workers
