@@ -254,6 +254,8 @@ class Linter:
         summary = None
         if summarize or view is None:
             summary = summarize_tree(tree, text, ctx, light)
+            if view is not None:
+                view.learn_own(summary)
         if view is None:  # no project: the file is a project of its own
             view = single_file_view(summary, path)
             ctx.attach(view)

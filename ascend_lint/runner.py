@@ -5,7 +5,9 @@ With a project index (every face but bare API calls has one), a run is:
    for the rest (made in the worker processes with `jobs > 1`); the *provisional* model is built from them
    (before any worker is forked), and the objects then alive are left out of the GC's passes;
 2. files whose findings are not in the cache are linted ONCE against the provisional model; the same
-   parse gives their full summary (no second parse) and their deps (the model questions asked);
+   parse gives their full summary (no second parse), read before the rules run so that the roles the
+   file's own step loops give its functions are in its answers already, and their deps (the model
+   questions asked);
 3. files of the project that are not linted and still lack facts that need a tree are parsed;
 4. the final model is built (files found not to parse change the model only here: at most two full
    builds per run), and every result, fresh or cached, whose deps get a different answer from it is

@@ -405,32 +405,46 @@ def test_step_calls_are_found_in_the_text(call):
     assert might_step(text)  # (a `TrainOneStepCell` makes every call of its instance a step)
 
 
-def test_results_linted_again_under_the_final_model_go_to_the_workers(tmp_path, monkeypatch, capsys):
-    """A training script's own step loop is read from the tree the run parses to lint it, so its findings
-    were made under a model without it and are linted again under the final one: with -j 2, in the
-    workers, with the findings -j 1 gives."""
+def _step_scripts(root: Path, helpers_elsewhere: bool) -> None:
+    """Four training scripts whose step loops call a helper that reads a tensor (ASC203 in the helper): their
+    own `log_loss`, or one in `utils_N.py` (a module with a step call of its own, so linted first too)."""
+    (root / "pyproject.toml").write_text("[tool.ascend-lint]\npreview = true\n")
+    head = "import torch\nimport torch_npu\n"
+    helper = "\n\ndef log_loss(loss):\n    print(loss.item())\n\n\ndef apply(optimizer):\n    optimizer.step()\n"
+    for number in range(4):
+        if helpers_elsewhere:
+            (root / f"utils_{number}.py").write_text(head + helper)
+        (root / f"train_{number}.py").write_text(
+            head + (f"from utils_{number} import log_loss\n" if helpers_elsewhere else helper) +
+            "\n\ndef train(model, loader, optimizer):\n    for x in loader:\n        loss = model(x).sum()\n"
+            "        loss.backward()\n        optimizer.step()\n        log_loss(loss)\n")
+
+
+@pytest.mark.parametrize("helpers_elsewhere", [False, True])
+def test_step_loops_read_while_linting_reach_the_findings(helpers_elsewhere, tmp_path, monkeypatch, capsys):
+    """A step loop is read from the tree the run parses to lint its file, after a model was built from the
+    text. A helper in the same file gets its role at once (the file is linted once); a helper in a module
+    linted before the loop was known is linted again under the final model: with -j 2, in the workers.
+    Either way the findings are those of -j 1."""
     from ascend_lint import runner
 
     monkeypatch.setattr(runner, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 2)
     root = tmp_path / "scripts"
     root.mkdir()
-    (root / "pyproject.toml").write_text("[tool.ascend-lint]\npreview = true\n")
-    for number in range(4):
-        (root / f"train_{number}.py").write_text(
-            "import torch\nimport torch_npu\n\n\ndef log_loss(loss):\n    print(loss.item())\n\n\n"
-            "def train(model, loader, optimizer):\n    for x in loader:\n        loss = model(x).sum()\n"
-            "        loss.backward()\n        optimizer.step()\n        log_loss(loss)\n")
+    _step_scripts(root, helpers_elsewhere)
     serial = cli(root, "--no-cache", "-j", "1", ".", monkeypatch=monkeypatch, capsys=capsys)
-    batches: List[List[str]] = []
+    passes: List[List[str]] = []
     original = runner._run
 
     def recording(linter, todo, sizes, jobs, *args):
-        batches.append([os.path.basename(path) for path, _ in todo])
+        passes.append(sorted(os.path.basename(path) for path, _ in todo))
         assert jobs == 2
         return original(linter, todo, sizes, jobs, *args)
 
     monkeypatch.setattr(runner, "_run", recording)
     assert cli(root, "--no-cache", "-j", "2", ".", monkeypatch=monkeypatch, capsys=capsys) == serial
-    assert ("train_0.py", 6, "ASC203") in serial  # `log_loss` runs every step
-    assert batches == [[f"train_{n}.py" for n in range(4)]] * 2  # linted, then linted again: in workers
+    helpers = [f"utils_{n}.py" for n in range(4)] if helpers_elsewhere else [f"train_{n}.py" for n in range(4)]
+    assert [(name, 6, "ASC203") for name in helpers] == sorted(k for k in serial if k[2] == "ASC203")
+    first = sorted(helpers + [f"train_{n}.py" for n in range(4)]) if helpers_elsewhere else helpers
+    assert passes == ([first, helpers] if helpers_elsewhere else [first])

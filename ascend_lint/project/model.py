@@ -355,6 +355,10 @@ class ProjectModel:
                         self._by_module.setdefault(mid, {"roles": {}, "replaced": {}})[key][local] = value
         return self._by_module.get(module, {"roles": {}, "replaced": {}})
 
+    def module_of_qualname(self, qual: str) -> Optional[str]:
+        """The module id a project qualname lies in (None: none of the project's)."""
+        return self._split_local(qual)[0]
+
     def _split_local(self, qual: str) -> Tuple[Optional[str], str]:
         """('module id', 'Class.method') of a project qualname."""
         parts = qual.split(".")
@@ -419,6 +423,13 @@ class ProjectModel:
               migrating_modules: Iterable[str] = ()) -> "ProjectModel":
         """The model of a project whose files (paths relative to the root, '/'-separated) have these summaries."""
         return _Builder(files, runtime_migration, tuple(migrating_modules)).build()
+
+    def own_step_roles(self, rel: str, summary: Summary) -> Dict[str, Any]:
+        """The roles (qualname -> [role, reason]) that the step loops of one file (`summary`, read from its
+        tree) give, for a model built while only its text was known: what `with_tree_facts` would add if no
+        other file changed. {} when this model was not built here (loaded from the store)."""
+        builder = self.builder
+        return builder.own_step_roles(rel, summary) if builder is not None else {}
 
     def with_tree_facts(self, changed: Mapping[str, Summary]) -> Optional["ProjectModel"]:
         """The model once `changed` files gained only the facts that need a syntax tree (step loops,
@@ -626,19 +637,41 @@ class _Builder:
         self._propagate_from(queue_roots, "hot")
         step_roots: List[Tuple[str, str, int]] = []
         for mid in sorted(self.r.by_id):
-            for number, (owner, _line, calls) in enumerate(self.summary(mid).get("steps", ())):
-                if self.is_test(mid, owner):
-                    continue
-                where = _where(self.path(mid), "s", number)
-                for name in sorted(calls):
-                    callee = self.function(mid, name, owner)
-                    if callee is not None and callee not in self.hot_set and callee not in self.model.roles:
-                        self.model.roles[callee] = ["step", f"the step loop in {where} calls it"]
-                        step_roots.append((callee, "", 1))
+            step_roots += self._step_roots(mid, self.summary(mid), self.model.roles, {})
         self._propagate_from(step_roots, "step")
 
-    def _propagate_from(self, roots: List[Tuple[str, str, int]], role: str) -> None:
-        roles = self.model.roles
+    def _step_roots(self, mid: str, summary: Summary, roles: Dict[str, List[str]],
+                    known: Mapping[str, Any]) -> List[Tuple[str, str, int]]:
+        """Give the project functions that a module's step loops call the role "step" (in `roles`, unless
+        `known` or `roles` has them); the roots to propagate from."""
+        roots: List[Tuple[str, str, int]] = []
+        for number, (owner, _line, calls) in enumerate(summary.get("steps", ())):
+            if self.is_test(mid, owner):
+                continue
+            where = _where(self.path(mid), "s", number)
+            for name in sorted(calls):
+                callee = self.function(mid, name, owner)
+                if callee is not None and callee not in self.hot_set and callee not in known and callee not in roles:
+                    roles[callee] = ["step", f"the step loop in {where} calls it"]
+                    roots.append((callee, "", 1))
+        return roots
+
+    def own_step_roles(self, rel: str, summary: Summary) -> Dict[str, List[str]]:
+        """See ProjectModel.own_step_roles: `_roles`' step part for one file's loops, on top of the roles
+        the model has."""
+        mid = module_id(rel)
+        if self.r.by_id.get(mid) != rel or not summary.get("steps"):
+            return {}
+        found: Dict[str, List[str]] = {}
+        known = self.model.roles
+        self._propagate_from(self._step_roots(mid, summary, found, known), "step", found, known)
+        return found
+
+    def _propagate_from(self, roots: List[Tuple[str, str, int]], role: str,
+                        roles: Optional[Dict[str, List[str]]] = None, known: Mapping[str, Any] = {}) -> None:
+        """Give the functions called from `roots` (to CALL_DEPTH) the `role`, in `roles` (default: the
+        model's), unless `known` or `roles` has them."""
+        roles = self.model.roles if roles is None else roles
         queue = deque(roots)
         while queue:
             qual, _reason, depth = queue.popleft()
@@ -646,7 +679,7 @@ class _Builder:
                 continue
             caller = None
             for callee, _name in self.calls_of(qual):
-                if callee in roles or callee in self.hot_set:
+                if callee in roles or callee in known or callee in self.hot_set:
                     continue
                 caller = caller or self._label(qual)
                 roles[callee] = [role, f"{caller} calls it"]

@@ -25,17 +25,45 @@ class ProjectView:
         self.path = path  # the file's path relative to the project root ('/'-separated)
         self.summary_of = summary_of  # current summaries: the lines of the places that reasons name
         self._answers: Dict[tuple, Any] = {}
+        self._own_roles: Dict[str, List[str]] = {}  # roles the file's own step loops give (see learn_own)
 
     @property
     def deps(self) -> Deps:
         return [list(key) + [answer] for key, answer in self._answers.items()]
 
+    def learn_own(self, summary: Summary) -> None:
+        """This file's summary read from the tree being linted. When the model was built from its text
+        alone, the roles its own step loops give are added to this file's answers, as the model refreshed
+        with them will give them; so its findings need not be linted again once the model has them (if
+        the answers still differ then, the file is linted again: `replay`)."""
+        if self.model is None or self.module is None or ("module_facts", self.module) in self._answers:
+            return
+        self._own_roles = self.model.own_step_roles(self.path, summary)
+        if self._own_roles:
+            base = self.summary_of or _no_summary
+            self.summary_of = lambda rel: summary if rel == self.path else base(rel)
+
     def _ask(self, key: tuple) -> Any:
         if key in self._answers:
             return self._answers[key]
-        answer = _answer(self.model, key, self.summary_of) if self.model is not None else None
+        if self.model is None:
+            answer = None
+        elif self._own_roles and key[0] in ("module_facts", "function_role"):
+            answer = _plain(format_places(self._with_own_roles(key), self.summary_of or _no_summary))
+        else:
+            answer = _answer(self.model, key, self.summary_of)
         self._answers[key] = answer
         return answer
+
+    def _with_own_roles(self, key: tuple) -> Any:
+        """The model's raw answer to a role question, with the roles of `learn_own` added."""
+        if key[0] == "function_role":
+            return self._own_roles.get(key[1]) or self.model.function_role(key[1])
+        facts = self.model.module_facts(key[1])
+        prefix = f"{key[1]}." if key[1] else ""
+        own = {qual[len(prefix):]: role for qual, role in self._own_roles.items()
+               if qual.startswith(prefix) and self.model.module_of_qualname(qual) == key[1]}
+        return {"roles": {**facts["roles"], **own}, "replaced": facts["replaced"]} if own else facts
 
     # ---------------------------------------------------------------- questions
     def class_kind(self, qualname: str) -> Optional[str]:
