@@ -353,6 +353,47 @@ def test_a_model_refreshed_with_tree_facts_equals_a_full_build(name):
     assert refreshed is not None and refreshed.tables() == ProjectModel.build(full).tables()
 
 
+@pytest.mark.parametrize("name", PROJECTS)
+def test_a_model_built_on_the_lookups_of_the_last_one_equals_a_full_build(name):
+    """A run's final model reuses its provisional model's lookups (module names, each module's imports):
+    every file in turn losing its facts (a file found not to parse), or gaining its tree facts, gives the
+    model a build from scratch gives."""
+    import ast
+
+    from ascend_lint.project.index import _empty
+    from ascend_lint.project.model import ProjectModel
+    from ascend_lint.project.summary import light_summary, summarize
+
+    root = FIXTURES / name
+    texts = {rel: (root / rel).read_text(encoding="utf-8") for rel in python_files(root)}
+    light = {rel: light_summary(text) for rel, text in texts.items()}
+    full = {rel: summarize(ast.parse(text), text, None, light[rel]) for rel, text in texts.items()}
+    previous = ProjectModel.build(light)
+    for rel in sorted(texts):
+        for files in ({**full, rel: _empty()}, full, {**light, rel: _empty()}):
+            model = ProjectModel.build(files, previous=previous)
+            assert model.tables() == ProjectModel.build(files).tables(), rel
+            previous = model
+    assert previous.builder is not None and previous.builder.r is not ProjectModel.build(full).builder.r
+
+
+def test_a_module_that_lost_its_facts_no_longer_passes_on_the_migration():
+    """The reused lookups of a module whose facts are gone (it does not parse) are not trusted: what it
+    imported is no longer reached through it."""
+    from ascend_lint.project.index import _empty
+    from ascend_lint.project.model import ProjectModel
+    from ascend_lint.project.summary import light_summary
+
+    files = {"train.py": light_summary("from torch_npu.contrib import transfer_to_npu\nimport middle\n\n"
+                                       "if __name__ == '__main__':\n    middle.run()\n"),
+             "middle.py": light_summary("import leaf\n\n\ndef run():\n    leaf.go()\n"),
+             "leaf.py": light_summary("import torch\n\n\ndef go():\n    return torch.ones(1)\n")}
+    before = ProjectModel.build(files)
+    assert before.migrated("leaf") is not None
+    after = ProjectModel.build({**files, "middle.py": _empty()}, previous=before)
+    assert after.migrated("leaf") is None and after.migrated("middle") is not None
+
+
 @pytest.mark.parametrize("text", [
     "x.cuda()", "torch.cuda.synchronize()", "a = 'cuda'", "a = \"cuda:1\"", "backend='nccl'", "d = 'cuda:0'",
     "mycuda(x)", "x.cuda", "torch_cuda.x", "'cuda", "s = 'nccl2'", "f(torch.cuda)", "xtorch.cuda.y", "# cuda\nx.cuda()",

@@ -90,6 +90,7 @@ class ProjectIndex:
         self._digest: Optional[str] = None
         self._tree_changes: Dict[str, Summary] = {}  # files that gained only tree facts since the model
         self._stored_digest: Optional[str] = None  # the digest of the model last loaded from the store
+        self._built: Optional[ProjectModel] = None  # the model last built here (its lookups serve the next build)
 
     @classmethod
     def open(cls, paths: Sequence[str], settings: Any, cache: bool = True,
@@ -293,14 +294,15 @@ class ProjectIndex:
             self._model = ProjectModel(tables)
             self._stored_digest = digest  # (the store has this model: save() need not write it)
         elif refreshed is not None:
-            self._model = refreshed
+            self._model = self._built = refreshed
         else:
             from ..engine import gc_paused
 
             files = {rel: self.summaries[rel] for rel in self.shapes}
-            with gc_paused():  # (the memos it makes die with it)
-                self._model = ProjectModel.build(files, getattr(self.settings, "runtime_migration", "auto"),
-                                                 getattr(self.settings, "migrating_modules", []))
+            with gc_paused():  # (it makes no cyclic garbage)
+                self._model = self._built = ProjectModel.build(
+                    files, getattr(self.settings, "runtime_migration", "auto"),
+                    getattr(self.settings, "migrating_modules", []), previous=self._built)
         self._digest = digest
         return self._model
 

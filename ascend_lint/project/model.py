@@ -127,8 +127,17 @@ class _Resolver:
         self._homes: Dict[Optional[str], Tuple[str, str, bool]] = {}  # importer -> (relpath, directory, package?)
         self._bases: Dict[Tuple[str, int], Optional[str]] = {}  # (importer, level) -> relative_base
 
-    def forget_memos(self) -> None:
-        self._bindings, self._found, self._homes, self._bases = {}, {}, {}, {}
+    def take(self, files: Mapping[str, Summary]) -> Set[str]:
+        """Use these summaries of the same files from now on; the lookups made from the ones that changed
+        (a module's bindings come from its own imports, classes and defs) are dropped. The changed module ids."""
+        changed = set()
+        for rel, summary in files.items():
+            if self.files[rel] is not summary:
+                self.files[rel] = summary
+                changed.add(module_id(rel))
+        for mid in changed:
+            self._bindings.pop(mid, None)
+        return changed
 
     def _chain_name(self, rel: str) -> Tuple[str, str]:
         """The name Python gives the module when the directory holding its outermost package is on sys.path,
@@ -420,9 +429,15 @@ class ProjectModel:
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, files: Mapping[str, Summary], runtime_migration: Any = "auto",
-              migrating_modules: Iterable[str] = ()) -> "ProjectModel":
-        """The model of a project whose files (paths relative to the root, '/'-separated) have these summaries."""
-        return _Builder(files, runtime_migration, tuple(migrating_modules)).build()
+              migrating_modules: Iterable[str] = (), previous: Optional["ProjectModel"] = None) -> "ProjectModel":
+        """The model of a project whose files (paths relative to the root, '/'-separated) have these summaries.
+        `previous`: a model built here before for the same files, whose lookups (module names, imports) are
+        reused where the summaries they came from did not change (a run's final model after its provisional
+        one); it answers nothing about roles from then on (see own_step_roles)."""
+        reuse = previous.builder if previous is not None else None
+        if previous is not None:
+            previous.builder = None
+        return _Builder(files, runtime_migration, tuple(migrating_modules), reuse).build()
 
     def own_step_roles(self, rel: str, summary: Summary) -> Dict[str, Any]:
         """The roles (qualname -> [role, reason]) that the step loops of one file (`summary`, read from its
@@ -440,8 +455,10 @@ class ProjectModel:
 
 
 class _Builder:
-    def __init__(self, files: Mapping[str, Summary], runtime_migration: Any, extra: Tuple[str, ...]) -> None:
-        self.r = _Resolver(files)
+    """Builds a ProjectModel; kept by it (with its lookups) for refreshes and the next build of a run."""
+
+    def __init__(self, files: Mapping[str, Summary], runtime_migration: Any, extra: Tuple[str, ...],
+                 reuse: Optional["_Builder"] = None) -> None:
         self.runtime_migration = runtime_migration
         self.extra = extra
         self.migrating_roots = {known.partition(".")[0] for known in MIGRATING_MODULES + extra}
@@ -449,6 +466,14 @@ class _Builder:
         self.kinds: Dict[str, Optional[str]] = {}
         self._imports_memo: Dict[Tuple[str, bool], List[Tuple[str, int]]] = {}
         self._parent_memo: Dict[str, List[str]] = {}
+        if (reuse is not None and (reuse.runtime_migration, reuse.extra) == (runtime_migration, extra)
+                and reuse.r.files.keys() == files.keys()):
+            self.r = reuse.r  # the same files: module names and import lookups stand
+            changed = self.r.take(files)
+            self._imports_memo = {key: found for key, found in reuse._imports_memo.items() if key[0] not in changed}
+            self._parent_memo = reuse._parent_memo
+        else:
+            self.r = _Resolver(files)
 
     def summary(self, mid: str) -> Summary:
         return self.r.files[self.r.by_id[mid]]
@@ -471,7 +496,6 @@ class _Builder:
         self._precision()
         self._config()
         m.builder = self
-        self._forget_memos()
         return m
 
     def refresh(self, changed: Mapping[str, Summary]) -> ProjectModel:
@@ -486,16 +510,7 @@ class _Builder:
         self._precision()
         m.builder = self
         old.builder = None
-        self._forget_memos()
         return m
-
-    def _forget_memos(self) -> None:
-        """Drop the lookups remembered while building (most of a build's memory on a large tree); a later
-        refresh works them out again as it needs them."""
-        self.kinds = {}
-        self._imports_memo = {}
-        self._parent_memo = {}
-        self.r.forget_memos()
 
     # --------------------------------------------------------------- classes
     def class_kind(self, qual: str, depth: int = 0) -> Optional[str]:
