@@ -1,6 +1,6 @@
 """Benchmark the project model (issue 12): what it costs on top of the linter, as a user runs it.
 
-    python bench/project.py [--tree DIR] [--big DIR] [--repeat N]
+    python bench/project.py [--tree DIR] [--big DIR] [--before PYTHON] [--repeat N]
 
 Prints, for `--tree` (default: this repository; the figures in docs/performance.md name the tree used):
   cold    one process, -j 1, no cache: the project model (index of every file, provisional model, lint,
@@ -10,6 +10,10 @@ Prints, for `--tree` (default: this repository; the figures in docs/performance.
           cold run with the model; target <= 0.1x;
 and for `--big` (a ~20,000-file tree): the pre-commit case, 5 named files with a warm index, target < 1 s
 (the 5 files unchanged since the last run, and the same 5 files just edited).
+With `--before PYTHON` (an interpreter where the release the issue was filed against is installed, the
+project before its model: `git worktree add DIR e45bda1` and `pip install DIR` into a fresh venv), the
+cold run as a user runs it (`ascend-lint check --isolated --no-cache -j 1`, the same rules: today's
+default set, passed to both with --select) of that release and of this one; target <= 1.15x.
 Each figure is the median of `--repeat` runs, configurations interleaved, each run a fresh process; wall and
 CPU (user+sys of the child) are both shown. Another workload on the machine makes wall times noisy: compare
 the CPU column, and read the spread. This is a script, not a test.
@@ -168,13 +172,46 @@ def bench_precommit(source: str, repeat: int) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+BEFORE = "e45bda1"  # the commit issue 12 measured "today's cold run" on: the linter before its project model
+
+
+def bench_before(tree: str, before: str, repeat: int) -> None:
+    """The cold CLI run of this version (project model on) against the release before the project model."""
+    from ascend_lint.config import Settings
+    from ascend_lint.registry import load_registry, select_rules
+
+    rules, _ = select_rules(load_registry(), Settings())
+    codes = ",".join(sorted(r.code for r in rules if r.pack != "core"))
+    argv = ["-m", "ascend_lint", "check", "--isolated", "--no-cache", "-j", "1", "--exit-zero", "--select", codes, "."]
+    rows: Dict[str, List[Dict[str, float]]] = {"before": [], "now": []}
+    for _ in range(repeat):
+        for key, python in (("before", before), ("now", sys.executable)):
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            proc = subprocess.run([python, *argv], cwd=tree, capture_output=True, text=True)
+            wall = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if proc.returncode != 0:
+                raise SystemExit(proc.stderr)
+            rows[key].append({"wall": wall, "cpu": (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)})
+    print(f"before the model ({BEFORE}) vs now: {tree}, --select {codes}, {repeat} interleaved runs, medians")
+    for key, label in (("before", f"release {BEFORE} (no model)"), ("now", "this version (project model)")):
+        print(f"  {label:32s} cpu {median(rows[key], 'cpu'):6.2f} s ({spread(rows[key], 'cpu')})   "
+              f"wall {median(rows[key], 'wall'):6.2f} s ({spread(rows[key], 'wall')})")
+    print(f"  ratio: cpu {median(rows['now'], 'cpu') / median(rows['before'], 'cpu'):.3f}x, "
+          f"wall {median(rows['now'], 'wall') / median(rows['before'], 'wall'):.3f}x  (target <= 1.15x)")
+
+
 def main(argv: Sequence[str] = ()) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", default=os.path.dirname(HERE))
     parser.add_argument("--big", help="a ~20,000-file tree for the pre-commit case (copied; the copy is edited)")
+    parser.add_argument("--before", help="an interpreter with the release before the project model installed")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(list(argv) or None)
     bench_tree(args.tree, args.repeat)
+    if args.before:
+        bench_before(args.tree, args.before, args.repeat)
     if args.big:
         bench_precommit(args.big, args.repeat)
 
