@@ -32,7 +32,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 from .cache import ResultCache, content_hash
 from .config import Settings
@@ -50,6 +50,7 @@ CHUNKS_PER_WORKER = 8  # enough small tasks that the last ones balance the load
 MIN_CHUNK_BYTES = 32 * 1024
 
 RuleRef = Tuple[str, str, str]  # (module, qualname, pack)
+Item = TypeVar("Item", bound=tuple)  # a task: (path, ...)
 
 
 @dataclass
@@ -297,14 +298,14 @@ def map_in_workers(function, chunks: Sequence, jobs: int) -> Iterator:
         yield from pool.map(function, chunks)
 
 
-def make_chunks(todo: List[Tuple[str, Optional[str]]], sizes: Dict[str, int],
-                jobs: int) -> List[List[Tuple[str, Optional[str]]]]:
-    """Tasks of about equal bytes, the biggest files first (they would otherwise finish last)."""
+def make_chunks(todo: Sequence[Item], sizes: Dict[str, int], jobs: int) -> List[List[Item]]:
+    """Tasks of about equal bytes, the biggest files first (they would otherwise finish last); an item is a
+    tuple whose first field is the file's path."""
     ordered = sorted(todo, key=lambda item: -sizes.get(item[0], 0))
-    total = sum(sizes.get(p, 0) for p, _ in todo)
+    total = sum(sizes.get(item[0], 0) for item in todo)
     target = max(total // (jobs * CHUNKS_PER_WORKER), MIN_CHUNK_BYTES)
-    chunks: List[List[Tuple[str, Optional[str]]]] = []
-    current: List[Tuple[str, Optional[str]]] = []
+    chunks: List[List[Item]] = []
+    current: List[Item] = []
     weight = 0
     for item in ordered:
         current.append(item)

@@ -489,3 +489,22 @@ def test_step_loops_read_while_linting_reach_the_findings(helpers_elsewhere, tmp
     assert [(name, 6, "ASC203") for name in helpers] == sorted(k for k in serial if k[2] == "ASC203")
     first = sorted(helpers + [f"train_{n}.py" for n in range(4)]) if helpers_elsewhere else helpers
     assert passes == ([first, helpers] if helpers_elsewhere else [first])
+
+
+def test_touched_files_with_the_stored_bytes_are_not_summarised_again(tmp_path, monkeypatch, capsys):
+    """A checkout, `touch` or a restored CI cache gives every file a new mtime: the index re-reads and
+    re-hashes them (as the result cache does) and takes the stored summary of the same bytes; only a file
+    whose bytes changed gets a new text summary."""
+    from ascend_lint.project import index as index_module
+
+    root = copy_project("step_helper", tmp_path)
+    first = cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
+    summarised: List[int] = []
+    original = index_module.light_summary
+    monkeypatch.setattr(index_module, "light_summary", lambda text: summarised.append(1) or original(text))
+    later = 10 ** 9 * (int(os.stat(root / "train.py").st_mtime) + 100)
+    for path in root.glob("*.py"):
+        os.utime(path, ns=(later, later))
+    assert cli(root, ".", monkeypatch=monkeypatch, capsys=capsys) == first and summarised == []
+    (root / "utils.py").write_text((root / "utils.py").read_text() + "\n\ndef more():\n    pass\n")
+    assert cli(root, ".", monkeypatch=monkeypatch, capsys=capsys) == first and summarised == [1]

@@ -147,7 +147,7 @@ class ProjectIndex:
         enough files)."""
         files = self.list_files() if files is None else files
         present = []
-        unknown: List[Tuple[str, str, Any]] = []  # (path, rel, stat) of files whose stored entry is stale
+        unknown: List[Tuple[str, str, Any, Optional[str]]] = []  # (path, rel, stat, recorded hash): stale stat
         for path in files:
             rel = self.relpath(path)
             if rel is None:
@@ -160,13 +160,16 @@ class ProjectIndex:
             found = self.store.stat_entry(rel, st.st_size, st.st_mtime_ns) if self.store is not None else None
             if found is not None:
                 self.hashes[rel], self.shapes[rel] = found
-            else:
-                unknown.append((path, rel, st))
+            else:  # (a touched, checked-out or just-written file may still hold the bytes the store has)
+                recorded = self.store.recorded(rel) if self.store is not None else None
+                unknown.append((path, rel, st, recorded[0] if recorded is not None else None))
         changed = []
         from ..engine import gc_paused
 
         with gc_paused():  # (a project's worth of new summaries: no cyclic garbage, no GC pass over them)
-            for rel, sha, light, st, read_ns in _text_summaries(unknown, jobs):
+            for path, rel, sha, light, st, read_ns in _text_summaries(unknown, jobs):
+                if light is None and (self.store is None or self.store.summary(sha) is None):
+                    (_rel, sha, light, read_ns), = _summarise_files([(path, rel, None)])  # (not stored after all)
                 if sha is None:  # unreadable: no facts
                     self._set(rel, _empty(), "")
                     changed.append(rel)
@@ -189,9 +192,9 @@ class ProjectIndex:
             self.hashes.pop(rel, None)
         self._model = None
 
-    def _take(self, rel: str, sha: str, light: Summary, st: Any, read_ns: int) -> bool:
+    def _take(self, rel: str, sha: str, light: Optional[Summary], st: Any, read_ns: int) -> bool:
         """A file's summary for bytes of hash `sha`: the stored one for these bytes, else its text-only
-        `light` one. True when the store had it."""
+        `light` one (None only when the store has these bytes). True when the store had it."""
         stored = self.store.summary(sha) if self.store is not None else None
         self._set(rel, stored if stored is not None else light, sha)
         if self.store is not None:
@@ -329,34 +332,40 @@ class ProjectIndex:
 PARALLEL_MIN_FILES = 64  # fewer text summaries than this are not worth starting workers for
 
 
-def _text_summaries(unknown: List[Tuple[str, str, Any]], jobs: int) -> Iterator[Tuple[str, Optional[str], Summary, Any,
-                                                                                       int]]:
-    """(rel, content hash or None when unreadable, text-only summary, stat, read time) of each file; in
-    worker processes when there are enough files (the bytes stay there: only the summaries come back)."""
-    stats = {rel: st for _path, rel, st in unknown}
+def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: int) -> Iterator[
+        Tuple[str, str, Optional[str], Optional[Summary], Any, int]]:
+    """(path, rel, content hash or None when unreadable, text-only summary, stat, read time) of each file of
+    `unknown` ((path, rel, stat, recorded hash)); the summary is None when the file's bytes are the recorded
+    ones (the store has their summary). In worker processes when there are enough files (the bytes stay
+    there: only the summaries come back)."""
+    stats = {rel: (path, st) for path, rel, st, _recorded in unknown}
+    items = [(path, rel, recorded) for path, rel, _st, recorded in unknown]
     if jobs > 1 and len(unknown) >= PARALLEL_MIN_FILES:
         from ..runner import make_chunks, map_in_workers
 
-        sizes = {path: st.st_size for path, _rel, st in unknown}
-        chunks = make_chunks([(path, rel) for path, rel, _st in unknown], sizes, jobs)
+        sizes = {path: st.st_size for path, _rel, st, _recorded in unknown}
+        chunks = make_chunks(items, sizes, jobs)
         parts: Iterable[list] = map(marshal.loads, map_in_workers(_summarise_packed, chunks, jobs))
     else:
-        parts = [_summarise_files([(path, rel) for path, rel, _st in unknown])]
+        parts = [_summarise_files(items)]
     for part in parts:
         for rel, sha, light, read_ns in part:
-            yield rel, sha, light, stats[rel], read_ns
+            path, st = stats[rel]
+            yield path, rel, sha, light, st, read_ns
 
 
-def _summarise_packed(items: Sequence[Tuple[str, str]]) -> bytes:
+def _summarise_packed(items: Sequence[Tuple[str, str, Optional[str]]]) -> bytes:
     """`_summarise_files` for a worker process: marshalled (3x faster than pickling both ways, and the
     interned names come back interned, so the project's summaries share them in the parent too)."""
     return marshal.dumps(_summarise_files(items))
 
 
-def _summarise_files(items: Sequence[Tuple[str, str]]) -> List[Tuple[str, Optional[str], Summary, int]]:
-    """(rel, content hash or None when unreadable, text-only summary, read time) of each file."""
+def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]]) -> List[Tuple[str, Optional[str],
+                                                                                     Optional[Summary], int]]:
+    """(rel, content hash or None when unreadable, text-only summary, read time) of each (path, rel, hash the
+    store has for it): no summary (None) for a file whose bytes have that hash."""
     out = []
-    for path, rel in items:
+    for path, rel, recorded in items:
         read_ns = time.time_ns()
         try:
             raw = _read(path, os.stat(path))
@@ -365,9 +374,12 @@ def _summarise_files(items: Sequence[Tuple[str, str]]) -> List[Tuple[str, Option
         if raw is None:
             out.append((rel, None, _empty(), read_ns))
             continue
+        sha = hashlib.sha256(raw).hexdigest()
+        if sha == recorded:
+            out.append((rel, sha, None, read_ns))
+            continue
         text = _decode(raw)
-        out.append((rel, hashlib.sha256(raw).hexdigest(), light_summary(text) if text is not None else _empty(),
-                    read_ns))
+        out.append((rel, sha, light_summary(text) if text is not None else _empty(), read_ns))
     return out
 
 
