@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_REACH, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_REACH,
                    NPU_TEXT_RE, PATCH_REGISTRARS, PRECISION_WORDS, STEP_NAME_RE, STEP_RECEIVER_HINTS)
 
-SUMMARY_SCHEMA = 3
+SUMMARY_SCHEMA = 4
 Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
@@ -182,8 +182,8 @@ def run_mode(text: str) -> Optional[str]:
 
 def light_summary(text: str) -> Summary:
     """Imports, classes, functions and their calls, patches, the entry flag and the file's own device
-    context (`npu`: NPU code on its own, `gpu`: uses CUDA, `mode`: the MindSpore mode it sets), from the text
-    alone."""
+    context (`npu`: NPU code on its own, `gpu`: an entry script that uses CUDA, `mode`: the MindSpore mode it
+    sets), from the text alone."""
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
     imports: List[list] = []
     classes: Dict[str, list] = {}
@@ -273,7 +273,7 @@ def light_summary(text: str) -> Summary:
                for module, name, _asname, level, _line, in_func in imports if not level and not in_func)
     summary = {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
                "defs": defs, "patches": patches, "entry": entry, "npu": npu_context(modules, text),
-               "gpu": gpu_context(text), "mode": run_mode(text)}
+               "gpu": entry and gpu_context(text), "mode": run_mode(text)}  # (only an entry's CUDA use counts)
     config = _config_from_text(masked, config_spans)
     if config:
         summary["config"] = config
