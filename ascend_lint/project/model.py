@@ -433,7 +433,7 @@ class ProjectModel:
         """The model of a project whose files (paths relative to the root, '/'-separated) have these summaries.
         `previous`: a model built here before for the same files, whose lookups (module names, imports) are
         reused where the summaries they came from did not change (a run's final model after its provisional
-        one); it answers nothing about roles from then on (see own_step_roles)."""
+        one); `previous` gives its builder up (its own_step_roles and with_tree_facts answer nothing then)."""
         reuse = previous.builder if previous is not None else None
         if previous is not None:
             previous.builder = None
