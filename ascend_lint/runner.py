@@ -11,8 +11,8 @@ With a project index (every face but bare API calls has one), a run is:
 3. files of the project that are not linted and still lack facts that need a tree are parsed;
 4. the final model is built (files found not to parse change the model only here: at most two full
    builds per run), and every result, fresh or cached, whose deps get a different answer from it is
-   linted again (in the worker processes too, when there are enough). So editing `train.py` changes the findings of `utils.py`, and nothing else is
-   linted twice.
+   linted again (in the worker processes too, when there are enough). So editing `train.py` changes the
+   findings of `utils.py`, and nothing else is linted twice.
 
 Files are streamed: each is read, linted and dropped, and nothing but its findings is kept (plus its
 source when the caller will rewrite it), so memory does not grow with the size of the tree. With

@@ -193,7 +193,8 @@ def bench_before(tree: str, before: str, repeat: int) -> None:
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if proc.returncode != 0:
                 raise SystemExit(proc.stderr)
-            rows[key].append({"wall": wall, "cpu": (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)})
+            cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+            rows[key].append({"wall": wall, "cpu": cpu})
     print(f"before the model ({BEFORE}) vs now: {tree}, --select {codes}, {repeat} interleaved runs, medians")
     for key, label in (("before", f"release {BEFORE} (no model)"), ("now", "this version (project model)")):
         print(f"  {label:32s} cpu {median(rows[key], 'cpu'):6.2f} s ({spread(rows[key], 'cpu')})   "

@@ -69,12 +69,12 @@ class _Summaries:
             yield rel, self[rel]
 
 
-
 def _needs_normalising(path: str) -> bool:
     """Does an absolute path hold `.`/`..` segments or doubled separators (what abspath would change)?"""
     sep = os.sep
     return (sep + "." + sep in path or sep + ".." + sep in path or sep + sep in path[1:]
             or path.endswith((sep + ".", sep + "..")) or (os.altsep is not None and os.altsep in path))
+
 
 class ProjectIndex:
     """Summaries of a project's files (relative paths, '/'-separated) and the model built from them."""
@@ -360,8 +360,10 @@ def _summarise_packed(items: Sequence[Tuple[str, str, Optional[str]]]) -> bytes:
     return marshal.dumps(_summarise_files(items))
 
 
-def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]]) -> List[Tuple[str, Optional[str],
-                                                                                     Optional[Summary], int]]:
+TextSummary = Tuple[str, Optional[str], Optional[Summary], int]  # (rel, hash, text-only summary, read time)
+
+
+def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]]) -> List[TextSummary]:
     """(rel, content hash or None when unreadable, text-only summary, read time) of each (path, rel, hash the
     store has for it): no summary (None) for a file whose bytes have that hash."""
     out = []
