@@ -115,7 +115,6 @@ def _gc_spares_the_project() -> Iterator:
 
 
 def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, spare) -> List[FileResult]:
-    global _PROJECT_FOR_WORKERS
     group_of: Dict[str, Group] = {}
     for group in groups:
         if index is not None:
@@ -155,14 +154,7 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
     outcomes: List[Outcome] = []
     batches = _batches(todo, index)
     for number, batch in enumerate(batches, 1):
-        _PROJECT_FOR_WORKERS = index
-        try:
-            for group in groups:
-                part = [item for item in batch if group_of[item[0]] is group] if len(groups) > 1 else batch
-                if part:
-                    outcomes.extend(_run(group.linter, part, sizes, jobs, hashing, keep_sources))
-        finally:
-            _PROJECT_FOR_WORKERS = None
+        outcomes += _run_groups(groups, group_of, batch, sizes, jobs, hashing, keep_sources, index)
         if index is not None and number < len(batches):  # the next batch sees the step loops and precision
             for outcome in outcomes:  # decisions this one found (the rest waits for the final model)
                 if outcome.summarized and not outcome.hit and index.gains_tree_facts(outcome.path, outcome.summary):
@@ -194,18 +186,12 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
         final = index.model()
         again = [(path, None) for path in sorted(results)  # results whose project answers changed
                  if not replay(final, deps.get(path) or [], index.summary_of)]
-        _PROJECT_FOR_WORKERS = index  # (forked workers see the final model)
-        try:
-            for group in groups:
-                part = [item for item in again if group_of[item[0]] is group] if len(groups) > 1 else again
-                for outcome in (_run(group.linter, part, sizes, jobs, True, keep_sources) if part else ()):
-                    path = outcome.path
-                    results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
-                    deps[path] = outcome.deps
-                    if outcome.sha:
-                        stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
-        finally:
-            _PROJECT_FOR_WORKERS = None
+        for outcome in _run_groups(groups, group_of, again, sizes, jobs, True, keep_sources, index):
+            path = outcome.path
+            results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
+            deps[path] = outcome.deps
+            if outcome.sha:
+                stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
         index.save()
     for group in groups:
         if group.cache is None:
@@ -218,6 +204,22 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
                                   deps.get(target.path), results[target.path].notes)
         group.cache.save()
     return [results[p] for p in sorted(results)]
+
+
+def _run_groups(groups: Sequence[Group], group_of: Mapping[str, Group], todo: List[Tuple[str, Optional[str]]],
+                sizes: Dict[str, int], jobs: int, hashing: bool, keep_sources: bool, index) -> List[Outcome]:
+    """Lint `todo`, each file with its group's Linter; forked workers see `index` as it is now."""
+    global _PROJECT_FOR_WORKERS
+    outcomes: List[Outcome] = []
+    _PROJECT_FOR_WORKERS = index
+    try:
+        for group in groups:
+            part = [item for item in todo if group_of[item[0]] is group] if len(groups) > 1 else todo
+            if part:
+                outcomes.extend(_run(group.linter, part, sizes, jobs, hashing, keep_sources))
+    finally:
+        _PROJECT_FOR_WORKERS = None
+    return outcomes
 
 
 def _batches(todo: List[Tuple[str, Optional[str]]], index) -> List[List[Tuple[str, Optional[str]]]]:

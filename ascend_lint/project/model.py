@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Container, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .data import HOT_METHODS, MIGRATING_MODULES, framework_kind, migrating_module
 from .summary import Summary
@@ -652,11 +652,11 @@ class _Builder:
         self._propagate_from(queue_roots, "hot")
         step_roots: List[Tuple[str, str, int]] = []
         for mid in sorted(self.r.by_id):
-            step_roots += self._step_roots(mid, self.summary(mid), self.model.roles, {})
+            step_roots += self._step_roots(mid, self.summary(mid), self.model.roles, ())
         self._propagate_from(step_roots, "step")
 
     def _step_roots(self, mid: str, summary: Summary, roles: Dict[str, List[str]],
-                    known: Mapping[str, Any]) -> List[Tuple[str, str, int]]:
+                    known: Container[str]) -> List[Tuple[str, str, int]]:
         """Give the project functions that a module's step loops call the role "step" (in `roles`, unless
         `known` or `roles` has them); the roots to propagate from."""
         roots: List[Tuple[str, str, int]] = []
@@ -683,7 +683,7 @@ class _Builder:
         return found
 
     def _propagate_from(self, roots: List[Tuple[str, str, int]], role: str,
-                        roles: Optional[Dict[str, List[str]]] = None, known: Mapping[str, Any] = {}) -> None:
+                        roles: Optional[Dict[str, List[str]]] = None, known: Container[str] = ()) -> None:
         """Give the functions called from `roots` (to CALL_DEPTH) the `role`, in `roles` (default: the
         model's), unless `known` or `roles` has them."""
         roles = self.model.roles if roles is None else roles
