@@ -394,6 +394,25 @@ def test_a_module_that_lost_its_facts_no_longer_passes_on_the_migration():
     assert after.migrated("leaf") is None and after.migrated("middle") is not None
 
 
+def test_a_modules_own_class_shadows_an_import_and_the_first_import_binds_a_name():
+    """Names resolve as Python binds them here: a module's own class or function over an import of the
+    same name, and of two imports of one name the first (a later one is usually a fallback)."""
+    from ascend_lint.project.model import ProjectModel
+    from ascend_lint.project.summary import light_summary
+
+    files = {"lib.py": light_summary("import torch\n\n\nclass Layer(torch.nn.Module):\n    pass\n"),
+             "own.py": light_summary("from lib import Layer\n\n\nclass Layer:\n    pass\n\n\n"
+                                     "class Net(Layer):\n    pass\n"),
+             "first.py": light_summary("from lib import Layer\nfrom elsewhere import Layer\n\n\n"
+                                       "class Net(Layer):\n    pass\n"),
+             "fallback.py": light_summary("from elsewhere import Layer\nfrom lib import Layer\n\n\n"
+                                          "class Net(Layer):\n    pass\n")}
+    model = ProjectModel.build(files)
+    assert model.class_kind("own.Net") is None
+    assert model.class_kind("first.Net") == "module"
+    assert model.class_kind("fallback.Net") is None
+
+
 @pytest.mark.parametrize("text", [
     "x.cuda()", "torch.cuda.synchronize()", "a = 'cuda'", "a = \"cuda:1\"", "backend='nccl'", "d = 'cuda:0'",
     "mycuda(x)", "x.cuda", "torch_cuda.x", "'cuda", "s = 'nccl2'", "f(torch.cuda)", "xtorch.cuda.y", "# cuda\nx.cuda()",

@@ -122,9 +122,12 @@ class _Resolver:
             if chain != mid:
                 self.aliases.setdefault(chain, []).append(mid)
                 self.path_dirs[mid] = directory
+        self.ids = {mid: mid for mid in self.by_id}  # (one string per module id: the memos share them)
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
-        self._found: Dict[Tuple[str, str, bool], Optional[str]] = {}
-        self._homes: Dict[Optional[str], Tuple[str, str, bool]] = {}  # importer -> (relpath, directory, package?)
+        self._pairs: Dict[Tuple[str, bool], Tuple[str, bool]] = {}  # one copy of each binding's target
+        self._found: Dict[Tuple[str, bool], Dict[str, Optional[str]]] = {}  # (directory, package?) -> name -> id
+        self._homes: Dict[Optional[str], Tuple[str, str, Dict[str, Optional[str]]]] = {}  # importer -> (relpath,
+        # directory, what its imports find)
         self._bases: Dict[Tuple[str, int], Optional[str]] = {}  # (importer, level) -> relative_base
 
     def take(self, files: Mapping[str, Summary]) -> Set[str]:
@@ -160,12 +163,14 @@ class _Resolver:
         home = self._homes.get(importer)
         if home is None:
             rel = self.by_id.get(importer, "") if importer is not None else ""
-            home = self._homes[importer] = (rel, _dirname(rel), rel.endswith("__init__.py"))
-        rel, directory, package = home
-        key = (name, directory, package)
-        found = self._found.get(key, _UNSET)
+            directory = _dirname(rel)
+            memo = self._found.setdefault((directory, rel.endswith("__init__.py")), {})
+            home = self._homes[importer] = (rel, directory, memo)
+        rel, directory, memo = home
+        found = memo.get(name, _UNSET)
         if found is _UNSET:
-            found = self._found[key] = self._find_module(name, importer, rel, directory)
+            found = self._find_module(name, importer, rel, directory)
+            found = memo[name] = self.ids[found] if found is not None else None
         return found
 
     def _find_module(self, name: str, importer: Optional[str], rel: str, directory: str) -> Optional[str]:
@@ -227,42 +232,45 @@ class _Resolver:
         return ".".join(parts) if parts is not None else None
 
     def bindings(self, mid: str) -> Dict[str, Tuple[str, bool]]:
-        """Local name -> (absolute dotted target, is it a project target) for a module's imports, defs, classes."""
+        """Local name -> (absolute dotted target, is it a project target) for a module's imports (its own
+        classes and functions are looked up in its summary: see `resolve`)."""
         found = self._bindings.get(mid)
         if found is not None:
             return found
         found = {}
+        shared = self._pairs
         summary = self.files.get(self.by_id.get(mid, ""), {})
         for module, name, asname, level, _line, _in_func in summary.get("imports", ()):
             if name is None:  # `import a.b` binds a; `import a.b as c` binds c to a.b
                 local, target = (asname, module) if asname else (module.split(".", 1)[0], module.split(".", 1)[0])
                 found_mid = self.find_module(target, mid)
-                found.setdefault(local, (found_mid, True) if found_mid else (target, False))
+                pair = (found_mid, True) if found_mid else (target, False)
+            elif name == "*":
                 continue
-            if name == "*":
-                continue
-            if level:
-                base = self.relative_base(mid, level)
-                if base is None:
-                    continue
-                source: Optional[str] = f"{base}.{module}" if base and module else (base or module)
             else:
-                source = self.find_module(module, mid)
-            if source is not None:
-                found.setdefault(asname or name, (f"{source}.{name}" if source else name, True))
-            else:
-                found.setdefault(asname or name, (f"{module}.{name}", False))
-        for cls in summary.get("classes", ()):
-            found[cls] = (f"{mid}.{cls}" if mid else cls, True)
-        for qual in summary.get("defs", ()):
-            if "." not in qual:
-                found[qual] = (f"{mid}.{qual}" if mid else qual, True)
+                local = asname or name
+                if level:
+                    base = self.relative_base(mid, level)
+                    if base is None:
+                        continue
+                    source: Optional[str] = f"{base}.{module}" if base and module else (base or module)
+                else:
+                    source = self.find_module(module, mid)
+                pair = (f"{source}.{name}" if source else name, True) if source is not None else \
+                    (f"{module}.{name}", False)
+            if local not in found:  # (the first import of a name binds it; modules share their targets)
+                found[local] = shared.setdefault(pair, pair)
         self._bindings[mid] = found
         return found
 
     def resolve(self, mid: str, dotted: str) -> Optional[Tuple[str, bool]]:
-        """(absolute name, is it the project's) of a dotted name as written in module `mid`."""
+        """(absolute name, is it the project's) of a dotted name as written in module `mid`: its own class or
+        top-level function, else what an import bound."""
         root, _, rest = dotted.partition(".")
+        summary = self.files.get(self.by_id.get(mid, ""), {})
+        if root in summary.get("classes", ()) or root in summary.get("defs", ()):
+            target = f"{mid}.{root}" if mid else root
+            return (f"{target}.{rest}" if rest else target), True
         bound = self.bindings(mid).get(root)
         if bound is None:
             return None
@@ -464,8 +472,8 @@ class _Builder:
         self.migrating_roots = {known.partition(".")[0] for known in MIGRATING_MODULES + extra}
         self.model = ProjectModel()
         self.kinds: Dict[str, Optional[str]] = {}
-        self._imports_memo: Dict[Tuple[str, bool], List[Tuple[str, int]]] = {}
-        self._parent_memo: Dict[str, List[str]] = {}
+        self._imports_memo: Dict[Tuple[str, bool], Tuple[str, ...]] = {}
+        self._parent_memo: Dict[str, Tuple[str, ...]] = {}
         if (reuse is not None and (reuse.runtime_migration, reuse.extra) == (runtime_migration, extra)
                 and reuse.r.files.keys() == files.keys()):
             self.r = reuse.r  # the same files: module names and import lookups stand
@@ -486,9 +494,10 @@ class _Builder:
         m.module_ids = set(self.r.by_id)
         for mid in self.r.by_id:
             for name in self.summary(mid).get("classes", ()):
-                kind = self.class_kind(f"{mid}.{name}")
+                qual = f"{mid}.{name}"
+                kind = self.class_kind(qual)
                 if kind:
-                    m.kinds[f"{mid}.{name}"] = kind
+                    m.kinds[qual] = kind
         self._patches()
         self._roles()
         self._migration()
@@ -742,16 +751,17 @@ class _Builder:
         return split is not None and split[1] in self.summary(split[0]).get("classes", ())
 
     # --------------------------------------------------------------- migration
-    def _imported_modules(self, mid: str, function_level: bool) -> List[Tuple[str, int]]:
-        """(project module id, line) of what importing `mid` (and running its functions) imports."""
+    def _imported_modules(self, mid: str, function_level: bool) -> Tuple[str, ...]:
+        """The project modules that importing `mid` (and running its functions) imports, each once."""
         key = (mid, function_level)
         found = self._imports_memo.get(key)
         if found is None:
-            found = self._imports_memo[key] = list(self._find_imported(mid, function_level))
+            ids = self.r.ids
+            found = self._imports_memo[key] = tuple({ids[m]: None for m in self._find_imported(mid, function_level)})
         return found
 
-    def _find_imported(self, mid: str, function_level: bool) -> Iterable[Tuple[str, int]]:
-        for module, name, _asname, level, line, in_func in self.summary(mid).get("imports", ()):
+    def _find_imported(self, mid: str, function_level: bool) -> Iterable[str]:
+        for module, name, _asname, level, _line, in_func in self.summary(mid).get("imports", ()):
             if in_func and not function_level:
                 continue
             if level:
@@ -762,27 +772,27 @@ class _Builder:
                 candidates = [full] + ([f"{full}.{name}"] if name and name != "*" else [])
                 for candidate in candidates:
                     if candidate in self.r.by_id:
-                        yield candidate, line
-                        yield from self._parents(candidate, line)
+                        yield candidate
+                        yield from self._parents(candidate)
             else:
                 found = self.r.find_module(module, mid)
                 if found is not None:
-                    yield found, line
-                    yield from self._parents(found, line)
+                    yield found
+                    yield from self._parents(found)
                     if name and name != "*":
                         sub = self.r.find_module(f"{module}.{name}", mid)
                         if sub is not None:
-                            yield sub, line
+                            yield sub
 
-    def _parents(self, mid: str, line: int) -> List[Tuple[str, int]]:
+    def _parents(self, mid: str) -> Tuple[str, ...]:
         """The package `__init__` modules that importing `mid` runs first."""
         parents = self._parent_memo.get(mid)
         if parents is None:
             parts = mid.split(".")
-            parents = self._parent_memo[mid] = [
-                p for p in (".".join(parts[:i]) for i in range(1, len(parts)))
-                if p in self.r.by_id and self.r.by_id[p].endswith("__init__.py")]
-        return [(p, line) for p in parents]
+            parents = self._parent_memo[mid] = tuple(
+                self.r.ids[p] for p in (".".join(parts[:i]) for i in range(1, len(parts)))
+                if p in self.r.by_id and self.r.by_id[p].endswith("__init__.py"))
+        return parents
 
     def _direct_migration(self, mid: str, function_level: bool) -> Optional[str]:
         roots = self.migrating_roots
@@ -802,7 +812,7 @@ class _Builder:
         memo[mid] = None  # circular imports end here
         reason = self._direct_migration(mid, False)
         if reason is None:
-            for other, _line in self._imported_modules(mid, False):
+            for other in self._imported_modules(mid, False):
                 if self._applies_at_import(other, memo):
                     reason = memo[other]
                     break
@@ -825,7 +835,7 @@ class _Builder:
                 continue
             reason = self._direct_migration(mid, True)
             if reason is None:
-                for other, _line in self._imported_modules(mid, True):
+                for other in self._imported_modules(mid, True):
                     if self._applies_at_import(other, memo):
                         reason = memo[other]
                         break
@@ -835,14 +845,14 @@ class _Builder:
                 queue.append((mid, f"the entry script `{entry}` runs it after {reason}"))
         while queue:
             mid, reason = queue.popleft()
-            for other, _line in self._imported_modules(mid, True):
+            for other in self._imported_modules(mid, True):
                 if other not in migrated:
                     migrated[other] = reason
                     queue.append((other, reason))
         for mid in self.r.by_id:  # importing a module runs its packages' __init__ first
             if mid in migrated:
                 continue
-            for parent, _ in self._parents(mid, 0):
+            for parent in self._parents(mid):
                 why = self._applies_at_import(parent, memo)
                 if why:
                     migrated[mid] = f"its package `{parent}` applies it ({why})"
@@ -884,7 +894,7 @@ class _Builder:
         queue = deque((mid, why.format(self.path(mid))) for mid in givers)
         while queue:
             mid, reason = queue.popleft()
-            for other, _line in self._imported_modules(mid, True):
+            for other in self._imported_modules(mid, True):
                 if other in seen or other in shared:
                     continue
                 seen.add(other)
@@ -897,7 +907,7 @@ class _Builder:
         seen = set(starts)
         todo = list(starts)
         while todo:
-            for other, _line in self._imported_modules(todo.pop(), True):
+            for other in self._imported_modules(todo.pop(), True):
                 if other not in seen:
                     seen.add(other)
                     todo.append(other)
