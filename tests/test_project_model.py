@@ -311,6 +311,7 @@ def test_text_summaries_made_in_workers_are_the_same(cache, tmp_path, monkeypatc
     shutil.rmtree(root / ".ascend_lint_cache", ignore_errors=True)
     parallel = index_module.ProjectIndex.open([str(root)], Settings(project_root=str(root)), cache=cache, jobs=2)
     assert dict(parallel.summaries.items()) == dict(serial.summaries.items()) and len(serial.summaries) > 3
+    assert parallel._built is not None and serial._built is None  # (lookups made while waiting on workers)
     assert parallel.hashes == serial.hashes and parallel.model().tables() == serial.model().tables()
 
 
@@ -375,6 +376,30 @@ def test_a_model_built_on_the_lookups_of_the_last_one_equals_a_full_build(name):
             assert model.tables() == ProjectModel.build(files).tables(), rel
             previous = model
     assert previous.builder is not None and previous.builder.r is not ProjectModel.build(full).builder.r
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_a_model_built_on_lookups_prepared_file_by_file_equals_a_full_build(name):
+    """With worker processes, the index makes each file's lookups while it waits for the other files'
+    summaries (`prepare`, then `learn` in any order); files never learned, or whose summary changed since,
+    are looked up again by the build."""
+    from ascend_lint.project.index import _empty
+    from ascend_lint.project.model import ProjectModel
+    from ascend_lint.project.summary import light_summary
+
+    root = FIXTURES / name
+    light = {rel: light_summary((root / rel).read_text(encoding="utf-8")) for rel in python_files(root)}
+    expected = ProjectModel.build(light).tables()
+    for skipped in [None, *sorted(light)]:
+        prepared = ProjectModel.prepare(reversed(list(light)))
+        for rel in reversed(list(light)):
+            if rel != skipped:
+                prepared.learn(rel, light[rel])
+        assert ProjectModel.build(light, previous=prepared).tables() == expected, skipped
+    prepared = ProjectModel.prepare(light)
+    for rel, summary in light.items():
+        prepared.learn(rel, _empty())
+    assert ProjectModel.build(light, previous=prepared).tables() == expected
 
 
 def test_a_module_that_lost_its_facts_no_longer_passes_on_the_migration():

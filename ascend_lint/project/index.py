@@ -166,6 +166,10 @@ class ProjectIndex:
         changed = []
         from ..engine import gc_paused
 
+        prepared = None
+        if in_workers(unknown, jobs):  # the time spent waiting for them makes the model's per-file lookups
+            prepared = ProjectModel.prepare([*self.shapes, *(rel for _path, rel, _st, _sha in unknown)],
+                                            *self._model_settings())
         with gc_paused():  # (a project's worth of new summaries: no cyclic garbage, no GC pass over them)
             for path, rel, sha, light, st, read_ns in _text_summaries(unknown, jobs):
                 if light is None and (self.store is None or self.store.summary(sha) is None):
@@ -175,6 +179,10 @@ class ProjectIndex:
                     changed.append(rel)
                 elif not self._take(rel, sha, light, st, read_ns):
                     changed.append(rel)
+                if prepared is not None:
+                    prepared.learn(rel, self.summaries.loaded[rel])
+        if prepared is not None:
+            self._built = prepared
         if self.store is not None:
             self.store.forget_missing(present)
             if changed and len(changed) <= EARLY_COMPLETE:
@@ -304,11 +312,13 @@ class ProjectIndex:
 
             files = {rel: self.summaries[rel] for rel in self.shapes}
             with gc_paused():  # (it makes no cyclic garbage)
-                self._model = self._built = ProjectModel.build(
-                    files, getattr(self.settings, "runtime_migration", "auto"),
-                    getattr(self.settings, "migrating_modules", []), previous=self._built)
+                self._model = self._built = ProjectModel.build(files, *self._model_settings(), previous=self._built)
         self._digest = digest
         return self._model
+
+    def _model_settings(self) -> Tuple[Any, List[str]]:
+        """The settings the model is built with: `runtime-migration` and `migrating-modules`."""
+        return getattr(self.settings, "runtime_migration", "auto"), list(getattr(self.settings, "migrating_modules", []))
 
     def summary_of(self, rel: str) -> Optional[Summary]:
         """A file's current summary (the lines of the places that reasons name)."""
@@ -332,6 +342,11 @@ class ProjectIndex:
 PARALLEL_MIN_FILES = 64  # fewer text summaries than this are not worth starting workers for
 
 
+def in_workers(unknown: Sequence[Any], jobs: int) -> bool:
+    """Are these files' text summaries made in worker processes?"""
+    return jobs > 1 and len(unknown) >= PARALLEL_MIN_FILES
+
+
 def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: int) -> Iterator[
         Tuple[str, str, Optional[str], Optional[Summary], Any, int]]:
     """(path, rel, content hash or None when unreadable, text-only summary, stat, read time) of each file of
@@ -340,7 +355,7 @@ def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: in
     there: only the summaries come back)."""
     stats = {rel: (path, st) for path, rel, st, _recorded in unknown}
     items = [(path, rel, recorded) for path, rel, _st, recorded in unknown]
-    if jobs > 1 and len(unknown) >= PARALLEL_MIN_FILES:
+    if in_workers(unknown, jobs):
         from ..runner import make_chunks, map_in_workers
 
         sizes = {path: st.st_size for path, _rel, st, _recorded in unknown}

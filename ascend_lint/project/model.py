@@ -447,6 +447,23 @@ class ProjectModel:
             previous.builder = None
         return _Builder(files, runtime_migration, tuple(migrating_modules), reuse).build()
 
+    @classmethod
+    def prepare(cls, rels: Iterable[str], runtime_migration: Any = "auto",
+                migrating_modules: Iterable[str] = ()) -> "ProjectModel":
+        """An empty model whose builder knows the project's files by name only, to `learn` their summaries
+        one by one (while waiting for the rest) and serve as `previous` to the build that follows."""
+        placeholder: Summary = {}
+        model = cls()
+        model.builder = _Builder(dict.fromkeys(rels, placeholder), runtime_migration, tuple(migrating_modules))
+        return model
+
+    def learn(self, rel: str, summary: Summary) -> None:
+        """Make the lookups that depend on one file's summary alone (its imports' bindings and the modules
+        they load), for a model made by `prepare`."""
+        builder = self.builder
+        if builder is not None and rel in builder.r.files:
+            builder.learn(rel, summary)
+
     def own_step_roles(self, rel: str, summary: Summary) -> Dict[str, Any]:
         """The roles (qualname -> [role, reason]) that the step loops of one file (`summary`, read from its
         tree) give, for a model built while only its text was known: what `with_tree_facts` would add if no
@@ -485,6 +502,15 @@ class _Builder:
 
     def summary(self, mid: str) -> Summary:
         return self.r.files[self.r.by_id[mid]]
+
+    def learn(self, rel: str, summary: Summary) -> None:
+        """See ProjectModel.learn."""
+        self.r.files[rel] = summary
+        mid = module_id(rel)
+        if self.r.by_id.get(mid) == rel:
+            self.r.bindings(mid)
+            self._imported_modules(mid, True)
+            self._imported_modules(mid, False)
 
     def path(self, mid: str) -> str:
         return self.r.by_id.get(mid, mid)
