@@ -48,6 +48,7 @@ PARALLEL_MIN_BYTES = 256 * 1024
 PARALLEL_MIN_FILES = 8
 CHUNKS_PER_WORKER = 8  # enough small tasks that the last ones balance the load
 MIN_CHUNK_BYTES = 32 * 1024
+FILE_COST = 2048  # a file's cost besides its bytes (open, stat, hash, per-file set-up), in bytes' worth of work
 
 RuleRef = Tuple[str, str, str]  # (module, qualname, pack)
 Item = TypeVar("Item", bound=tuple)  # a task: (path, ...)
@@ -304,14 +305,14 @@ def make_chunks(todo: Sequence[Item], sizes: Dict[str, int], jobs: int) -> List[
     """Tasks of about equal bytes, the biggest files first (they would otherwise finish last); an item is a
     tuple whose first field is the file's path."""
     ordered = sorted(todo, key=lambda item: -sizes.get(item[0], 0))
-    total = sum(sizes.get(item[0], 0) for item in todo)
+    total = sum(sizes.get(item[0], 0) + FILE_COST for item in todo)
     target = max(total // (jobs * CHUNKS_PER_WORKER), MIN_CHUNK_BYTES)
     chunks: List[List[Item]] = []
     current: List[Item] = []
     weight = 0
     for item in ordered:
         current.append(item)
-        weight += sizes.get(item[0], 0) + 512  # a per-file cost even for tiny files
+        weight += sizes.get(item[0], 0) + FILE_COST
         if weight >= target:
             chunks.append(current)
             current, weight = [], 0
