@@ -1,6 +1,4 @@
 """`python -m ascend_lint` runs the CLI."""
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()

@@ -103,6 +103,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def entry() -> None:
+    """The `ascend-lint` command and `python -m ascend_lint`: `main()`, then exit without tearing the heap
+    down object by object (a project's summaries and model are hundreds of thousands of objects, ~1 s on
+    20,000 files; the operating system frees them at once). Everything is written before: results,
+    caches (saved atomically inside main) and the flushed output streams."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, OSError, ValueError):  # (a closed pipe: nothing more to say)
+            code = code or EXIT_ERROR
+    os._exit(code)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):

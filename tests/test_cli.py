@@ -143,6 +143,31 @@ def test_version_and_module_entry():
     assert out.returncode == 0 and out.stdout.strip() == f"ascend-lint {__version__}"
 
 
+@pytest.mark.parametrize("command", [[sys.executable, "-m", "ascend_lint"], ["ascend-lint"]])
+def test_the_command_writes_everything_and_keeps_its_exit_code(command, tmp_path):
+    """The command leaves without tearing its heap down: what it printed and the cache it saved are
+    whole, and its exit code is main's."""
+    for number in range(150):
+        (tmp_path / f"bad{number}.py").write_text(BAD)
+    args = ["check", ".", "--isolated", "--output-format", "json", "--cache-dir", "cache"]
+    out = subprocess.run(command + args, cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 1 and len({f["filename"] for f in json.loads(out.stdout)}) == 150
+    again = subprocess.run(command + args, cwd=tmp_path, capture_output=True, text=True)
+    assert (again.returncode, again.stdout) == (1, out.stdout)
+    (tmp_path / "good.py").write_text(GOOD)
+    clean = subprocess.run(command + ["check", "good.py", "--isolated"], cwd=tmp_path, capture_output=True, text=True)
+    assert clean.returncode == 0 and "All checks passed" in clean.stdout, clean.stderr
+    error = subprocess.run(command + ["check", "good.py", "--select", "ASC9"], cwd=tmp_path, capture_output=True,
+                           text=True)
+    assert error.returncode == 2 and "unknown rule selector" in error.stderr
+    head = subprocess.Popen(command + ["check", ".", "--isolated", "--no-cache"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert head.stdout is not None
+    head.stdout.readline()
+    head.stdout.close()  # (a reader that stops early: `| head -1`)
+    assert head.wait(timeout=120) in (1, 2) and b"Traceback" not in head.stderr.read()
+
+
 def test_console_script_colour_and_no_color(tmp_path):
     (tmp_path / "bad.py").write_text(BAD)
     env = dict(os.environ, FORCE_COLOR="1")
