@@ -126,8 +126,8 @@ class _Resolver:
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self._pairs: Dict[Tuple[str, bool], Tuple[str, bool]] = {}  # one copy of each binding's target
         self._found: Dict[Tuple[str, bool], Dict[str, Optional[str]]] = {}  # (directory, package?) -> name -> id
-        self._homes: Dict[Optional[str], Tuple[str, str, Dict[str, Optional[str]]]] = {}  # importer -> (relpath,
-        # directory, what its imports find)
+        # importer -> (its relpath, its directory, what imports from there find)
+        self._homes: Dict[Optional[str], Tuple[str, str, Dict[str, Optional[str]]]] = {}
         self._bases: Dict[Tuple[str, int], Optional[str]] = {}  # (importer, level) -> relative_base
 
     def take(self, files: Mapping[str, Summary]) -> Set[str]:
