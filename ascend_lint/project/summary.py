@@ -185,9 +185,9 @@ def light_summary(text: str) -> Summary:
     context (`npu`: NPU code on its own, `gpu`: an entry script that uses CUDA, `mode`: the MindSpore mode it
     sets), from the text alone."""
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
-    imports: List[list] = []
-    classes: Dict[str, list] = {}
-    defs: Dict[str, list] = {}  # qualname -> [line, end line, [names it calls]]
+    imports: List[tuple] = []  # (module, name, asname, level, line, offset -> inside a def?)
+    classes: Dict[str, list] = {}  # name -> [line, [bases as written], [methods]] (tuples in the summary)
+    defs: Dict[str, tuple] = {}  # qualname -> (line, end line, (names it calls))
     owners: List[Tuple[int, int, str, int]] = []  # (start, end offset, qualname, line) of functions/methods
     spans: List[Tuple[int, int]] = []  # every def's (start, end): function-level imports
     entry = False
@@ -210,19 +210,20 @@ def light_summary(text: str) -> Summary:
             found = _IMPORT_RE.match(masked, head)
             if found:
                 for module, asname in _names(found.group(1)):
-                    imports.append([intern(module), None, asname, 0, line, start])
+                    imports.append((intern(module), None, asname and intern(asname), 0, line, start))
         elif first == "f":
             found = _FROM_RE.match(masked, head)
             if found:
                 names = found.group(3) if found.group(3) is not None else found.group(4)
                 for name, asname in _names(names):
-                    imports.append([intern(found.group(2)), intern(name), asname, len(found.group(1)), line, start])
+                    imports.append((intern(found.group(2)), intern(name), asname and intern(asname), len(found.group(1)),
+                                    line, start))
         elif first == "c":
             found = _CLASS_RE.match(masked, head)
             if found and width == 0:
                 bases = [intern(_dotted(b)) for b in (found.group(2) or "").split(",")
                          if b.strip() and "=" not in b and re.fullmatch(_DOTTED, b.strip())]
-                classes[found.group(1)] = [line, bases, []]
+                classes[intern(found.group(1))] = [line, bases, []]
                 current_class = (_block_end(masked, start, 0), found.group(1), -1)
                 if found.group(1).endswith("Config") or any(b.endswith("Config") for b in bases):
                     config_spans.append((start, current_class[0]))
@@ -235,10 +236,10 @@ def light_summary(text: str) -> Summary:
             name = found.group(1)
             qual = None
             if width == 0:
-                qual = name
+                qual = intern(name)
             elif current_class is not None and current_class[2] in (-1, width):
                 current_class = (current_class[0], current_class[1], width)
-                qual = f"{current_class[1]}.{name}"
+                qual = intern(f"{current_class[1]}.{name}")
                 classes[current_class[1]][2].append(intern(name))
             if qual is None and start < covered:
                 continue  # nested in a def whose span is known: its own span adds nothing
@@ -247,7 +248,7 @@ def light_summary(text: str) -> Summary:
             covered = max(covered, end)
             if qual is not None and qual not in defs:
                 owners.append((found.end(), end, qual, line))
-                defs[qual] = [line, line + count("\n", start, end), []]
+                defs[qual] = (line, line + count("\n", start, end), ())
     _mark_function_level(imports, spans)
     known = _known_roots(imports, classes, defs)
     reverse = (masked + "\n")[::-1]
@@ -271,7 +272,8 @@ def light_summary(text: str) -> Summary:
     deep = might_step(masked) or any(w in masked for w in PRECISION_WORDS)
     modules = (module + "." + name if name else module
                for module, name, _asname, level, _line, in_func in imports if not level and not in_func)
-    summary = {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": classes,
+    records = {name: (line, tuple(bases), tuple(methods)) for name, (line, bases, methods) in classes.items()}
+    summary = {"schema": SUMMARY_SCHEMA, "light": deep, "imports": imports, "classes": records,
                "defs": defs, "patches": patches, "entry": entry, "npu": npu_context(modules, text),
                "gpu": entry and gpu_context(text), "mode": run_mode(text)}  # (only an entry's CUDA use counts)
     config = _config_from_text(masked, config_spans)
@@ -327,8 +329,9 @@ def _config_from_text(masked: str, spans: List[Tuple[int, int]]) -> Dict[str, Di
     return config
 
 
-def _mark_function_level(imports: List[list], spans: List[Tuple[int, int]]) -> None:
-    """Replace each import's offset (its last field) by whether it lies inside a def."""
+def _mark_function_level(imports: List[tuple], spans: List[Tuple[int, int]]) -> None:
+    """Replace each import's offset (its last field) by whether it lies inside a def (records become tuples:
+    a project's summaries hold hundreds of thousands of them)."""
     spans.sort()
     starts = [s for s, _ in spans]
     reach: List[int] = []  # the furthest end of the spans up to each index
@@ -336,12 +339,12 @@ def _mark_function_level(imports: List[list], spans: List[Tuple[int, int]]) -> N
     for _, end in spans:
         furthest = max(furthest, end)
         reach.append(furthest)
-    for record in imports:
-        i = bisect.bisect_left(starts, record[5]) - 1
-        record[5] = i >= 0 and reach[i] > record[5]
+    for number, (module, name, asname, level, line, offset) in enumerate(imports):
+        i = bisect.bisect_left(starts, offset) - 1
+        imports[number] = (module, name, asname, level, line, i >= 0 and reach[i] > offset)
 
 
-def _known_roots(imports: List[list], classes: Dict[str, list], defs: Dict[str, list]) -> set:
+def _known_roots(imports: Sequence[tuple], classes: Dict[str, Any], defs: Dict[str, tuple]) -> set:
     """Names a call can start with and still reach project code: imports of modules that may be the
     project's, local functions and classes (`self` is handled apart)."""
     known = set(classes)
@@ -359,7 +362,7 @@ def _known_roots(imports: List[list], classes: Dict[str, list], defs: Dict[str, 
     return known
 
 
-def _collect_calls(reverse: str, owners: List[Tuple[int, int, str, int]], defs: Dict[str, list],
+def _collect_calls(reverse: str, owners: List[Tuple[int, int, str, int]], defs: Dict[str, tuple],
                    known: set) -> None:
     """Record, per function and method, the project-looking names it calls (`reverse`: the text reversed)."""
     findall = _CALL_REV_RE.findall
@@ -373,7 +376,8 @@ def _collect_calls(reverse: str, owners: List[Tuple[int, int, str, int]], defs: 
                 names.append(intern(backwards[::-1]))
         if names:
             names.sort()
-            defs[qual][2] = names[:MAX_CALLS]
+            line, end, _none = defs[qual]
+            defs[qual] = (line, end, tuple(names[:MAX_CALLS]))
 
 
 # ----------------------------------------------------------------------------- what needs the tree
@@ -490,7 +494,7 @@ def _word_start(text: str, pos: int) -> int:
     return pos
 
 
-def _with_local_callers(lines: List[int], defs: Dict[str, list], text: str) -> List[int]:
+def _with_local_callers(lines: List[int], defs: Dict[str, Sequence], text: str) -> List[int]:
     """`lines` (sorted) plus the lines that call, by name, a function or method of the file that holds one of
     them, twice over: a loop calling a helper that steps is a step loop (FileContext looks two calls deep)."""
     for _depth in range(2):
