@@ -125,6 +125,7 @@ class _Resolver:
         self.ids = {mid: mid for mid in self.by_id}  # (one string per module id: the memos share them)
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self._pairs: Dict[Tuple[str, bool], Tuple[str, bool]] = {}  # one copy of each binding's target
+        self._splits: Dict[str, Optional[Tuple[str, str]]] = {}
         self._found: Dict[Tuple[str, bool], Dict[str, Optional[str]]] = {}  # (directory, package?) -> name -> id
         # importer -> (its relpath, its directory, what imports from there find)
         self._homes: Dict[Optional[str], Tuple[str, str, Dict[str, Optional[str]]]] = {}
@@ -140,6 +141,8 @@ class _Resolver:
                 changed.add(module_id(rel))
         for mid in changed:
             self._bindings.pop(mid, None)
+        if changed:
+            self._splits.clear()
         return changed
 
     def _chain_name(self, rel: str) -> Tuple[str, str]:
@@ -278,32 +281,45 @@ class _Resolver:
         return (f"{target}.{rest}" if rest else target), project
 
     def split(self, name: str) -> Optional[Tuple[str, str]]:
-        """('module id', 'attr.path') for an absolute project name; follows re-exports."""
+        """('module id', 'attr.path') for an absolute project name; follows re-exports. Remembered until a
+        summary changes (`take`, `put`): it reads the classes, functions and imports of the modules it passes."""
+        found = self._splits.get(name, _UNSET)
+        if found is _UNSET:
+            found = self._splits[name] = self._split(name)
+        return found
+
+    def _split(self, name: str) -> Optional[Tuple[str, str]]:
         for _ in range(ALIAS_DEPTH):
-            parts = name.split(".")
-            for i in range(len(parts), 0, -1):
-                mid = ".".join(parts[:i])
+            end = len(name)  # the longest prefix that names a module first
+            while end != -1:
+                mid = name[:end]
                 if mid not in self.by_id:
                     aliased = self.aliases.get(mid)
                     if not aliased or len(aliased) != 1:
+                        end = name.rfind(".", 0, end)
                         continue
                     mid = aliased[0]
-                rest = ".".join(parts[i:])
+                rest = name[end + 1:]
                 if not rest:
                     return mid, ""
                 summary = self.files[self.by_id[mid]]
-                head = parts[i]
+                head, _, tail = rest.partition(".")
                 if head in summary.get("classes", ()) or head in summary.get("defs", ()):
                     return mid, rest
                 bound = self.bindings(mid).get(head)
                 if bound is not None and bound[1] and bound[0] != f"{mid}.{head}":
-                    tail = ".".join(parts[i + 1:])
                     name = bound[0] + ("." + tail if tail else "")
                     break  # follow the re-export
                 return mid, rest
             else:
                 return None
         return None
+
+    def put(self, rel: str, summary: Summary) -> None:
+        """One file's new summary: the lookups made from its old one are dropped."""
+        self.files[rel] = summary
+        self._bindings.pop(module_id(rel), None)
+        self._splits.clear()
 
 
 def _numbered(table: Mapping[str, Any], reasons: List[str]) -> Dict[str, str]:
@@ -505,7 +521,7 @@ class _Builder:
 
     def learn(self, rel: str, summary: Summary) -> None:
         """See ProjectModel.learn."""
-        self.r.files[rel] = summary
+        self.r.put(rel, summary)
         mid = module_id(rel)
         if self.r.by_id.get(mid) == rel:
             self.r.bindings(mid)
@@ -535,7 +551,7 @@ class _Builder:
 
     def refresh(self, changed: Mapping[str, Summary]) -> ProjectModel:
         """See ProjectModel.with_tree_facts: the parts that do not use tree facts are kept."""
-        self.r.files.update(changed)
+        self.r.files.update(changed)  # (only tree facts differ: the resolver's lookups stand)
         old = self.model
         m = self.model = ProjectModel()
         m.module_ids, m.kinds, m.replaced_names, m.aliases = old.module_ids, old.kinds, old.replaced_names, old.aliases
