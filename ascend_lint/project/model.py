@@ -557,7 +557,7 @@ class _Builder:
         m.module_ids, m.kinds, m.replaced_names, m.aliases = old.module_ids, old.kinds, old.replaced_names, old.aliases
         m.migrated_modules, m.all_migrated, m.config = old.migrated_modules, old.all_migrated, old.config
         m.npu_modules, m.graph_modules = old.npu_modules, old.graph_modules  # (entry contexts: text facts)
-        self._roles()
+        self._roles(self.hot_roles)
         self._precision()
         m.builder = self
         old.builder = None
@@ -689,7 +689,21 @@ class _Builder:
         mid, owner = split
         return f"`{owner}` in {_where(self.path(mid), 'd', owner)}"
 
-    def _roles(self) -> None:
+    def _roles(self, hot_roles: Optional[Dict[str, List[str]]] = None) -> None:
+        """"hot" for what the forwards of model classes call, "step" for what step loops call (to CALL_DEPTH).
+        `hot_roles`: the hot part as this builder found it before (a refresh: only tree facts changed, and
+        the hot part reads none)."""
+        if hot_roles is None:
+            self._hot_roles()
+            self.hot_roles = dict(self.model.roles)
+        else:
+            self.model.roles.update(hot_roles)
+        step_roots: List[Tuple[str, str, int]] = []
+        for mid in sorted(self.r.by_id):
+            step_roots += self._step_roots(mid, self.summary(mid), self.model.roles, ())
+        self._propagate_from(step_roots, "step")
+
+    def _hot_roles(self) -> None:
         self.hot_set = {q for q, _ in self.hot_methods()}
         hot_roots = [(q, "", 0) for q in sorted(self.hot_set)]
         # forwards assigned by a monkey-patch are hot methods too
@@ -701,10 +715,6 @@ class _Builder:
         for qual, _, _ in hot_roots:
             queue_roots.append((qual, "", 0))
         self._propagate_from(queue_roots, "hot")
-        step_roots: List[Tuple[str, str, int]] = []
-        for mid in sorted(self.r.by_id):
-            step_roots += self._step_roots(mid, self.summary(mid), self.model.roles, ())
-        self._propagate_from(step_roots, "step")
 
     def _step_roots(self, mid: str, summary: Summary, roles: Dict[str, List[str]],
                     known: Container[str]) -> List[Tuple[str, str, int]]:
