@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import sys
@@ -107,8 +108,12 @@ def entry() -> None:
     """The `ascend-lint` command and `python -m ascend_lint`: `main()`, then exit without tearing the heap
     down object by object (a project's summaries and model are hundreds of thousands of objects, ~1 s on
     20,000 files; the operating system frees them at once). Everything is written before: results,
-    caches (saved atomically inside main) and the flushed output streams."""
+    caches (saved atomically inside main), what `atexit` handlers do (a plugin's, logging's) and the
+    flushed output streams."""
     code = main()
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is not None:
+        run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

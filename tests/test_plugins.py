@@ -105,3 +105,14 @@ def test_pack_that_fails_to_import_is_skipped_with_a_warning(site, tmp_path):
     assert out.returncode == 1
     assert "rule pack 'broken'" in out.stderr and "needs torch 9" in out.stderr
     assert "XYZ001" in out.stdout and "ASC101" in out.stdout
+
+
+def test_a_packs_exit_handlers_run_before_the_command_exits(tmp_path):
+    """The command leaves with os._exit (no heap teardown), after running what was registered with atexit."""
+    packs = tmp_path / "packs"
+    source = PACK_RULE + ("\nimport atexit\natexit.register(lambda: open('exit-marker.txt', 'w').write('ran'))\n")
+    _dist_info(packs, "exitpack", "exitpack_mod:RULES", source, "exitpack_mod")
+    (tmp_path / "train.py").write_text("import torch\nprint(1)\n")
+    out = run(["check", "train.py", "--isolated"], [packs], tmp_path)
+    assert out.returncode == 1 and "XYZ001" in out.stdout
+    assert (tmp_path / "exit-marker.txt").read_text() == "ran"
