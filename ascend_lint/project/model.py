@@ -507,6 +507,7 @@ class _Builder:
         self.kinds: Dict[str, Optional[str]] = {}
         self._imports_memo: Dict[Tuple[str, bool], Tuple[str, ...]] = {}
         self._parent_memo: Dict[str, Tuple[str, ...]] = {}
+        self.hot_roles: Optional[Dict[str, List[str]]] = None  # the hot part of the roles, once found
         if (reuse is not None and (reuse.runtime_migration, reuse.extra) == (runtime_migration, extra)
                 and reuse.r.files.keys() == files.keys()):
             self.r = reuse.r  # the same files: module names and import lookups stand
@@ -694,7 +695,7 @@ class _Builder:
         `hot_roles`: the hot part as this builder found it before (a refresh: only tree facts changed, and
         the hot part reads none)."""
         if hot_roles is None:
-            self._hot_roles()
+            self._find_hot_roles()
             self.hot_roles = dict(self.model.roles)
         else:
             self.model.roles.update(hot_roles)
@@ -703,7 +704,7 @@ class _Builder:
             step_roots += self._step_roots(mid, self.summary(mid), self.model.roles, ())
         self._propagate_from(step_roots, "step")
 
-    def _hot_roles(self) -> None:
+    def _find_hot_roles(self) -> None:
         self.hot_set = {q for q, _ in self.hot_methods()}
         hot_roots = [(q, "", 0) for q in sorted(self.hot_set)]
         # forwards assigned by a monkey-patch are hot methods too
