@@ -302,8 +302,8 @@ def map_in_workers(function, chunks: Sequence, jobs: int) -> Iterator:
 
 
 def make_chunks(todo: Sequence[Item], sizes: Dict[str, int], jobs: int) -> List[List[Item]]:
-    """Tasks of about equal bytes, the biggest files first (they would otherwise finish last); an item is a
-    tuple whose first field is the file's path."""
+    """Tasks of about equal weight (a file's bytes plus FILE_COST), the biggest files first (they would
+    otherwise finish last); an item is a tuple whose first field is the file's path."""
     ordered = sorted(todo, key=lambda item: -sizes.get(item[0], 0))
     total = sum(sizes.get(item[0], 0) + FILE_COST for item in todo)
     target = max(total // (jobs * CHUNKS_PER_WORKER), MIN_CHUNK_BYTES)

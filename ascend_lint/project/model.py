@@ -132,18 +132,21 @@ class _Resolver:
         self._bases: Dict[Tuple[str, int], Optional[str]] = {}  # (importer, level) -> relative_base
 
     def take(self, files: Mapping[str, Summary]) -> Set[str]:
-        """Use these summaries of the same files from now on; the lookups made from the ones that changed
-        (a module's bindings come from its own imports, classes and defs) are dropped. The changed module ids."""
+        """Use these summaries of the same files from now on (`put` for each that changed). The changed
+        module ids."""
         changed = set()
         for rel, summary in files.items():
             if self.files[rel] is not summary:
-                self.files[rel] = summary
+                self.put(rel, summary)
                 changed.add(module_id(rel))
-        for mid in changed:
-            self._bindings.pop(mid, None)
-        if changed:
-            self._splits.clear()
         return changed
+
+    def put(self, rel: str, summary: Summary) -> None:
+        """One file's new summary: the lookups made from its old one (its module's bindings, every `split`)
+        are dropped."""
+        self.files[rel] = summary
+        self._bindings.pop(module_id(rel), None)
+        self._splits.clear()
 
     def _chain_name(self, rel: str) -> Tuple[str, str]:
         """The name Python gives the module when the directory holding its outermost package is on sys.path,
@@ -314,12 +317,6 @@ class _Resolver:
             else:
                 return None
         return None
-
-    def put(self, rel: str, summary: Summary) -> None:
-        """One file's new summary: the lookups made from its old one are dropped."""
-        self.files[rel] = summary
-        self._bindings.pop(module_id(rel), None)
-        self._splits.clear()
 
 
 def _numbered(table: Mapping[str, Any], reasons: List[str]) -> Dict[str, str]:
