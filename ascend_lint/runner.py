@@ -39,6 +39,7 @@ from .config import Settings
 from .discovery import Target
 from .engine import FileResult, Linter, error_finding
 from .fileio import SourceError, SourceFile, decode_source, read_bytes, read_source, split_lines
+from .heap import give_back
 from .project.view import replay
 from .rule import Finding, Rule
 
@@ -125,6 +126,7 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
     if index is not None:
         index.model()  # the provisional model, built before any worker is forked
         spare()
+        give_back()  # (the texts read for the summaries)
     results: Dict[str, FileResult] = {}
     deps: Dict[str, Optional[list]] = {}  # path -> deps of its result (None: no project questions to check)
     stats: Dict[str, Tuple[str, int, int, int]] = {}  # path -> (sha, size, mtime, read_ns) for storing
@@ -156,6 +158,7 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
     batches = _batches(todo, index)
     for number, batch in enumerate(batches, 1):
         outcomes += _run_groups(groups, group_of, batch, sizes, jobs, hashing, keep_sources, index)
+        give_back()  # (the texts and trees of the batch)
         if index is not None and number < len(batches):  # the next batch sees the step loops and precision
             for outcome in outcomes:  # decisions this one found (the rest waits for the final model)
                 if outcome.summarized and not outcome.hit and index.gains_tree_facts(outcome.path, outcome.summary):
@@ -182,6 +185,7 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
             stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
         results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
         deps[path] = outcome.deps
+    outcomes.clear()  # (what they held lives on in results, deps and the index)
     if index is not None:
         index.complete(skip=[r for r in (index.relpath(p) for p in results) if r is not None])
         final = index.model()
@@ -193,6 +197,7 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
             deps[path] = outcome.deps
             if outcome.sha:
                 stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
+        give_back()
         index.save()
     for group in groups:
         if group.cache is None:
