@@ -552,3 +552,33 @@ def test_touched_files_with_the_stored_bytes_are_not_summarised_again(tmp_path, 
     assert cli(root, ".", monkeypatch=monkeypatch, capsys=capsys) == first and summarised == []
     (root / "utils.py").write_text((root / "utils.py").read_text() + "\n\ndef more():\n    pass\n")
     assert cli(root, ".", monkeypatch=monkeypatch, capsys=capsys) == first and summarised == [1]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_files_with_the_same_bytes_share_one_summary(jobs, tmp_path, monkeypatch):
+    """A model zoo copies files by the thousand: copies are summarised once and share the summary object,
+    text-only and complete, while each copy keeps its own findings; an edited copy gets its own."""
+    from ascend_lint.config import load_settings
+    from ascend_lint.discovery import Target
+    from ascend_lint.project import index as index_module
+    from ascend_lint.registry import load_registry, select_rules
+    from ascend_lint.runner import lint_targets
+
+    root = tmp_path / "zoo"
+    for copy in ("model_a", "model_b", "model_c"):
+        shutil.copytree(FIXTURES / "step_helper", root / copy, ignore=shutil.ignore_patterns("pyproject.toml"))
+    (root / "pyproject.toml").write_text("[tool.ascend-lint]\npreview = true\n")
+    (root / "model_c" / "utils.py").write_text((root / "model_c" / "utils.py").read_text() + "\n# edited\n")
+    monkeypatch.setattr(index_module, "PARALLEL_MIN_FILES", 1)
+    settings = load_settings(None, False, str(root))
+    index = index_module.ProjectIndex.open([str(root)], settings, cache=False, jobs=jobs)
+    summaries = index.summaries
+    assert summaries["model_a/train.py"] is summaries["model_b/train.py"] is summaries["model_c/train.py"]
+    assert summaries["model_a/utils.py"] is summaries["model_b/utils.py"]
+    assert summaries["model_c/utils.py"] is not summaries["model_a/utils.py"]
+    rules, _ = select_rules(load_registry(), settings)
+    paths = sorted(str(p) for p in root.rglob("*.py"))
+    results = lint_targets(Linter(rules, settings), [Target(p, True) for p in paths], jobs=jobs, index=index)
+    assert summaries["model_a/train.py"] is summaries["model_b/train.py"] and not summaries["model_a/train.py"]["light"]
+    codes = {os.path.relpath(r.path, root).replace(os.sep, "/"): [f.code for f in r.findings] for r in results}
+    assert codes["model_a/utils.py"] == codes["model_b/utils.py"] == codes["model_c/utils.py"] == ["ASC203", "ASC202"]
