@@ -282,6 +282,23 @@ def light_summary(text: str) -> Summary:
     return summary
 
 
+def share_records(summary: Summary, table: Dict[Any, Any]) -> Summary:
+    """A fresh text summary with its records hash-consed through `table` (the records seen so far), in place:
+    a project's files repeat records (`import torch` on line 3, a call list, a base list, a line number
+    above 256), and equal ones become one object. Returns the summary."""
+    one = table.setdefault
+
+    def number(value: int) -> int:
+        return one(value, value) if value > 256 else value  # (smaller ints are shared by Python already)
+
+    summary["imports"] = [one(record, record) for record in summary["imports"]]
+    summary["defs"] = {qual: one(key := (number(line), number(end), one(calls, calls)), key)
+                       for qual, (line, end, calls) in summary["defs"].items()}
+    summary["classes"] = {name: one(key := (number(line), one(bases, bases), one(methods, methods)), key)
+                          for name, (line, bases, methods) in summary["classes"].items()}
+    return summary
+
+
 _INIT_RE = re.compile(r"\n([ \t]+)def[ \t]+__init__[ \t]*\(")
 _BODY_RE = re.compile(r"\n([ \t]+)\S")
 _FIELD_RE = re.compile(r"\n([ \t]+)(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([^\n#]+?)[ \t]*(?=\n|#)")
