@@ -181,7 +181,7 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
             outcome = _lint_one(group.linter, path, None, hashing, keep_sources)  # malformed entry: lint it
         if index is not None and outcome.summarized:
             index.update(path, outcome.summary, outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
-        if outcome.sha:
+        if outcome.sha and cache is not None:
             stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
         results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
         deps[path] = outcome.deps
@@ -195,7 +195,7 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
             path = outcome.path
             results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
             deps[path] = outcome.deps
-            if outcome.sha:
+            if outcome.sha and group_of[path].cache is not None:
                 stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
         give_back()
         index.save()

@@ -249,7 +249,8 @@ class ProjectIndex:
                 else:
                     self._model = None
         if sha:
-            self.hashes[rel] = sha
+            if self.hashes.get(rel) != sha:  # (an equal string stays: one copy of each hash)
+                self.hashes[rel] = sha
             if self.store is not None:
                 self.store.put(rel, size, mtime_ns, read_ns, sha, summary, self.shape(rel))
 

@@ -24,6 +24,7 @@ Reasons are short phrases that name the other file and line, for messages.
 from __future__ import annotations
 
 import re
+import sys
 from collections import deque
 from typing import Any, Callable, Container, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
@@ -121,7 +122,7 @@ class _Resolver:
             chain, directory = self._chain_name(rel)
             if chain != mid:
                 self.aliases.setdefault(chain, []).append(mid)
-                self.path_dirs[mid] = directory
+                self.path_dirs[mid] = sys.intern(directory)
         self.ids = {mid: mid for mid in self.by_id}  # (one string per module id: the memos share them)
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self._pairs: Dict[Tuple[str, bool], Tuple[str, bool]] = {}  # one copy of each binding's target
@@ -171,7 +172,7 @@ class _Resolver:
             rel = self.by_id.get(importer, "") if importer is not None else ""
             directory = _dirname(rel)
             memo = self._found.setdefault((directory, rel.endswith("__init__.py")), {})
-            home = self._homes[importer] = (rel, directory, memo)
+            home = self._homes[importer] = (rel, sys.intern(directory), memo)  # (one string per directory)
         rel, directory, memo = home
         found = memo.get(name, _UNSET)
         if found is _UNSET:
@@ -235,7 +236,10 @@ class _Resolver:
             parts = parts[:-1]
         if level > 1:
             parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else None
-        return ".".join(parts) if parts is not None else None
+        if parts is None:
+            return None
+        base = ".".join(parts)
+        return self.ids.get(base, base)
 
     def bindings(self, mid: str) -> Dict[str, Tuple[str, bool]]:
         """Local name -> (absolute dotted target, is it a project target) for a module's imports (its own
@@ -248,7 +252,10 @@ class _Resolver:
         summary = self.files.get(self.by_id.get(mid, ""), {})
         for module, name, asname, level, _line, _in_func in summary.get("imports", ()):
             if name is None:  # `import a.b` binds a; `import a.b as c` binds c to a.b
-                local, target = (asname, module) if asname else (module.split(".", 1)[0], module.split(".", 1)[0])
+                if asname:
+                    local, target = asname, module
+                else:
+                    local = target = sys.intern(module.partition(".")[0])
                 found_mid = self.find_module(target, mid)
                 pair = (found_mid, True) if found_mid else (target, False)
             elif name == "*":
@@ -262,8 +269,11 @@ class _Resolver:
                     source: Optional[str] = f"{base}.{module}" if base and module else (base or module)
                 else:
                     source = self.find_module(module, mid)
-                pair = (f"{source}.{name}" if source else name, True) if source is not None else \
-                    (f"{module}.{name}", False)
+                if source is None:
+                    pair = (f"{module}.{name}", False)
+                else:
+                    target = f"{source}.{name}" if source else name
+                    pair = (self.ids.get(target, target), True)  # (a module's own id string when it names one)
             if local not in found:  # (the first import of a name binds it; modules share their targets)
                 found[local] = shared.setdefault(pair, pair)
         self._bindings[mid] = found
@@ -295,14 +305,14 @@ class _Resolver:
         for _ in range(ALIAS_DEPTH):
             end = len(name)  # the longest prefix that names a module first
             while end != -1:
-                mid = name[:end]
-                if mid not in self.by_id:
-                    aliased = self.aliases.get(mid)
+                mid = self.ids.get(name[:end])  # (one string per module id: the memo holds many)
+                if mid is None:
+                    aliased = self.aliases.get(name[:end])
                     if not aliased or len(aliased) != 1:
                         end = name.rfind(".", 0, end)
                         continue
                     mid = aliased[0]
-                rest = name[end + 1:]
+                rest = sys.intern(name[end + 1:])
                 if not rest:
                     return mid, ""
                 summary = self.files[self.by_id[mid]]
@@ -458,7 +468,9 @@ class ProjectModel:
         reuse = previous.builder if previous is not None else None
         if previous is not None:
             previous.builder = None
-        return _Builder(files, runtime_migration, tuple(migrating_modules), reuse).build()
+        builder = _Builder(files, runtime_migration, tuple(migrating_modules), reuse)
+        del reuse  # (what the new builder did not take goes now, not after the build)
+        return builder.build()
 
     @classmethod
     def prepare(cls, rels: Iterable[str], runtime_migration: Any = "auto",
@@ -502,14 +514,16 @@ class _Builder:
         self.migrating_roots = {known.partition(".")[0] for known in MIGRATING_MODULES + extra}
         self.model = ProjectModel()
         self.kinds: Dict[str, Optional[str]] = {}
-        self._imports_memo: Dict[Tuple[str, bool], Tuple[str, ...]] = {}
+        # module id -> what importing it imports: without its functions' imports ([0]), with them ([1])
+        self._imports_memo: Tuple[Dict[str, Tuple[str, ...]], ...] = ({}, {})
         self._parent_memo: Dict[str, Tuple[str, ...]] = {}
         self.hot_roles: Optional[Dict[str, List[str]]] = None  # the hot part of the roles, once found
         if (reuse is not None and (reuse.runtime_migration, reuse.extra) == (runtime_migration, extra)
                 and reuse.r.files.keys() == files.keys()):
             self.r = reuse.r  # the same files: module names and import lookups stand
             changed = self.r.take(files)
-            self._imports_memo = {key: found for key, found in reuse._imports_memo.items() if key[0] not in changed}
+            self._imports_memo = tuple({mid: found for mid, found in memo.items() if mid not in changed}
+                                       for memo in reuse._imports_memo)
             self._parent_memo = reuse._parent_memo
         else:
             self.r = _Resolver(files)
@@ -538,6 +552,7 @@ class _Builder:
                 kind = self.class_kind(qual)
                 if kind:
                     m.kinds[qual] = kind
+        self.kinds = {}  # (a memo for the hierarchy walk above: every class of the project, mostly None)
         self._patches()
         self._roles()
         self._migration()
@@ -568,6 +583,7 @@ class _Builder:
         self.kinds[qual] = None  # a cycle in the hierarchy ends here
         kind = None
         mid, _, name = qual.rpartition(".")
+        mid = self.r.ids.get(mid, mid)  # (the memos that follow keep one string per module id)
         info = self.summary(mid).get("classes", {}).get(name) if mid in self.r.by_id else None
         if info is not None and depth < HIERARCHY_DEPTH:
             for base in info[1]:
@@ -803,11 +819,11 @@ class _Builder:
     # --------------------------------------------------------------- migration
     def _imported_modules(self, mid: str, function_level: bool) -> Tuple[str, ...]:
         """The project modules that importing `mid` (and running its functions) imports, each once."""
-        key = (mid, function_level)
-        found = self._imports_memo.get(key)
+        memo = self._imports_memo[function_level]
+        found = memo.get(mid)
         if found is None:
             ids = self.r.ids
-            found = self._imports_memo[key] = tuple({ids[m]: None for m in self._find_imported(mid, function_level)})
+            found = memo[mid] = tuple({ids[m]: None for m in self._find_imported(mid, function_level)})
         return found
 
     def _find_imported(self, mid: str, function_level: bool) -> Iterable[str]:
