@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+from .compat import slotted_dataclass
 from .config import CONFIG_NAMES, ConfigResolver, Settings, ancestor, split_up
 
 PY_SUFFIXES = (".py", ".pyi")
@@ -31,7 +32,7 @@ DEFAULT_EXCLUDES = (
 _NAME_PATTERN = re.compile(r"[\w.*-]+\Z")
 
 
-@dataclass
+@slotted_dataclass
 class Target:
     path: str
     explicit: bool  # named on the command line (always linted unless --force-exclude)

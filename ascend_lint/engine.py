@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from . import noqa
+from .compat import slotted_dataclass
 from .config import Settings, ancestor, split_up
 from .core_rules import CORE_PACK, PARSE_ERROR_CODE, UNUSED_NOQA_CODE
 from .fileio import SourceError, SourceFile, check_size, decode_source, read_source, split_lines
@@ -40,7 +41,7 @@ NPU_HINTS = ("torch_npu", "mindspore", "mindformers", "mindspeed", "hccl", "Npu"
 NPU_RULES_SKIPPED_FOR_CUDA = "npu-rules-skipped-cuda"
 
 
-@dataclass
+@slotted_dataclass
 class FileResult:
     path: str
     findings: List[Finding] = field(default_factory=list)

@@ -35,11 +35,12 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 from .cache import ResultCache, content_hash
+from .compat import slotted_dataclass
 from .config import Settings
 from .discovery import Target
 from .engine import FileResult, Linter, error_finding
 from .fileio import SourceError, SourceFile, decode_source, read_bytes, read_source, split_lines
-from .heap import give_back
+from .heap import after_reading, give_back
 from .project.view import replay
 from .rule import Finding, Rule
 
@@ -55,7 +56,7 @@ RuleRef = Tuple[str, str, str]  # (module, qualname, pack)
 Item = TypeVar("Item", bound=tuple)  # a task: (path, ...)
 
 
-@dataclass
+@slotted_dataclass
 class Outcome:
     """What linting one file produced, in a form cheap to send back from a worker."""
 
@@ -288,6 +289,7 @@ def _run(linter: Linter, todo: List[Tuple[str, Optional[str]]], sizes: Dict[str,
     if jobs <= 1 or len(todo) < PARALLEL_MIN_FILES or total < PARALLEL_MIN_BYTES or refs is None:
         for path, expected in todo:
             yield _lint_one(linter, path, expected, hashing, keep_sources)
+            after_reading(sizes.get(path, 0))
         return
     chunks = make_chunks(todo, sizes, jobs)
     workers = min(jobs, len(chunks))

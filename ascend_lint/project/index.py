@@ -20,6 +20,7 @@ import time
 from dataclasses import replace
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from ..heap import after_reading, give_back
 from .model import MODEL_SCHEMA, ProjectModel, module_id
 from .root import find_project_root
 from .summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, share_records, summarize
@@ -184,6 +185,7 @@ class ProjectIndex:
                     prepared.learn(rel, self.summaries.loaded[rel])
         if prepared is not None:
             self._built = prepared
+        give_back()  # (the texts read)
         if self.store is not None:
             self.store.forget_missing(present)
             if changed and len(changed) <= EARLY_COMPLETE:
@@ -388,8 +390,8 @@ def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: in
 
 
 def _summarise_packed(items: Sequence[Tuple[str, str, Optional[str]]]) -> bytes:
-    """`_summarise_files` for a worker process: marshalled (3x faster than pickling both ways, and the
-    interned names come back interned, so the project's summaries share them in the parent too)."""
+    """`_summarise_files` for a worker process: marshalled (3x faster than pickling both ways; the names
+    and records a chunk's summaries share come back shared)."""
     return marshal.dumps(_summarise_files(items))
 
 
@@ -401,7 +403,7 @@ def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]]) -> List[Te
     store has for it): no summary (None) for a file whose bytes have that hash."""
     out = []
     same: Dict[str, Summary] = {}  # content hash -> its summary: copies of a file are summarised once
-    records: Dict[Any, Any] = {}  # equal records of different files become one object (share_records)
+    records: Dict[Any, Any] = {}  # equal names and records of different files become one object (share_records)
     for path, rel, recorded in items:
         read_ns = time.time_ns()
         try:
@@ -418,8 +420,9 @@ def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]]) -> List[Te
         light = same.get(sha)
         if light is None:
             text = _decode(raw)
-            light = same[sha] = share_records(light_summary(text), records) if text is not None else _empty()
+            light = same[sha] = share_records(light_summary(text, records), records) if text is not None else _empty()
         out.append((rel, sha, light, read_ns))
+        after_reading(len(raw))
     return out
 
 

@@ -30,7 +30,6 @@ SUMMARY_SCHEMA = 4
 Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
-intern = sys.intern  # names repeat across a project's summaries: one string each (a large tree holds them all)
 _DOTTED = r"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*"
 # Statement starts worth a look, found with one literal-led pattern (fast in `re`), then read one by one.
 _STMT_START_RE = re.compile(r"\n([ \t]*)(?:import[ \t]|from[ \t]|def[ \t]|async[ \t]+def[ \t]|class[ \t]|if[ \t]+_)")
@@ -180,10 +179,12 @@ def run_mode(text: str) -> Optional[str]:
     return modes.pop() if len(modes) == 1 else "?"
 
 
-def light_summary(text: str) -> Summary:
+def light_summary(text: str, seen: Optional[Dict[str, str]] = None) -> Summary:
     """Imports, classes, functions and their calls, patches, the entry flag and the file's own device
     context (`npu`: NPU code on its own, `gpu`: an entry script that uses CUDA, `mode`: the MindSpore mode it
-    sets), from the text alone."""
+    sets), from the text alone. Names are shared through `seen` (the names seen so far) when given, else
+    interned: a project's summaries repeat them."""
+    intern = sys.intern if seen is None else (lambda name: seen.setdefault(name, name))
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
     imports: List[tuple] = []  # (module, name, asname, level, line, offset -> inside a def?)
     classes: Dict[str, list] = {}  # name -> [line, [bases as written], [methods]] (tuples in the summary)
@@ -267,7 +268,7 @@ def light_summary(text: str) -> Summary:
             if m.group("value").split(".", 1)[0] in known:
                 patches.append([m.group("target"), m.group("value"), count("\n", 0, m.start())])
     if owners:
-        _collect_calls(reverse, owners, defs, known)
+        _collect_calls(reverse, owners, defs, known, intern)
     # "light": the syntax tree holds more (step loops, precision decisions): see summarize()
     deep = might_step(masked) or any(w in masked for w in PRECISION_WORDS)
     modules = (module + "." + name if name else module
@@ -380,7 +381,7 @@ def _known_roots(imports: Sequence[tuple], classes: Dict[str, Any], defs: Dict[s
 
 
 def _collect_calls(reverse: str, owners: List[Tuple[int, int, str, int]], defs: Dict[str, tuple],
-                   known: set) -> None:
+                   known: set, intern: Callable[[str], str]) -> None:
     """Record, per function and method, the project-looking names it calls (`reverse`: the text reversed)."""
     findall = _CALL_REV_RE.findall
     size = len(reverse)
