@@ -154,6 +154,8 @@ class ProjectIndex:
             rel = self.relpath(path)
             if rel is None:
                 continue
+            if rel == path:
+                rel = path  # (run from the root: the index keys are discovery's strings, not copies)
             present.append(rel)
             try:
                 st = os.stat(path)
