@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 from ..heap import after_reading, give_back
 from .model import MODEL_SCHEMA, ProjectModel, module_id
 from .root import find_project_root
-from .summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, share_records, summarize
+from .summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, summarize
 from .view import ProjectView
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files contribute no facts (generated code, data)
@@ -405,7 +405,7 @@ def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]]) -> List[Te
     store has for it): no summary (None) for a file whose bytes have that hash."""
     out = []
     same: Dict[str, Summary] = {}  # content hash -> its summary: copies of a file are summarised once
-    records: Dict[Any, Any] = {}  # equal names and records of different files become one object (share_records)
+    records: Dict[Any, Any] = {}  # equal names and records of different files become one object
     for path, rel, recorded in items:
         read_ns = time.time_ns()
         try:
@@ -422,7 +422,7 @@ def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]]) -> List[Te
         light = same.get(sha)
         if light is None:
             text = _decode(raw)
-            light = same[sha] = share_records(light_summary(text, records), records) if text is not None else _empty()
+            light = same[sha] = light_summary(text, records) if text is not None else _empty()
         out.append((rel, sha, light, read_ns))
         after_reading(len(raw))
     return out

@@ -179,12 +179,12 @@ def run_mode(text: str) -> Optional[str]:
     return modes.pop() if len(modes) == 1 else "?"
 
 
-def light_summary(text: str, seen: Optional[Dict[str, str]] = None) -> Summary:
+def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary:
     """Imports, classes, functions and their calls, patches, the entry flag and the file's own device
     context (`npu`: NPU code on its own, `gpu`: an entry script that uses CUDA, `mode`: the MindSpore mode it
-    sets), from the text alone. Names are shared through `seen` (the names seen so far) when given, else
-    interned: a project's summaries repeat them."""
-    intern = sys.intern if seen is None else (lambda name: seen.setdefault(name, name))
+    sets), from the text alone. With `shared` (the names and records of the summaries made so far), its
+    names and records are those objects when equal (see share_records); else its names are interned."""
+    intern = sys.intern if shared is None else (lambda name: shared.setdefault(name, name))
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
     imports: List[tuple] = []  # (module, name, asname, level, line, offset -> inside a def?)
     classes: Dict[str, list] = {}  # name -> [line, [bases as written], [methods]] (tuples in the summary)
@@ -280,7 +280,7 @@ def light_summary(text: str, seen: Optional[Dict[str, str]] = None) -> Summary:
     config = _config_from_text(masked, config_spans)
     if config:
         summary["config"] = config
-    return summary
+    return summary if shared is None else share_records(summary, shared)
 
 
 def share_records(summary: Summary, table: Dict[Any, Any]) -> Summary:
