@@ -1,6 +1,6 @@
 """Benchmark the project model (issue 12): what it costs on top of the linter, as a user runs it.
 
-    python bench/project.py [--tree DIR] [--big DIR] [--before PYTHON] [--repeat N]
+    python bench/project.py [--tree DIR ...] [--big DIR] [--before PYTHON [--now PYTHON] [--only-before]] [--repeat N]
 
 Prints, for `--tree` (default: this repository; the figures in docs/performance.md name the tree used):
   cold    one process, -j 1, no cache: the project model (index of every file, provisional model, lint,
@@ -12,11 +12,14 @@ and for `--big` (a ~20,000-file tree): the pre-commit case, 5 named files with a
 (the 5 files unchanged since the last run, and the same 5 files just edited).
 With `--before PYTHON` (an interpreter where the release the issue was filed against is installed, the
 project before its model: `git worktree add DIR e45bda1` and `pip install DIR` into a fresh venv), the
-cold run as a user runs it (`ascend-lint check --isolated --no-cache -j 1`, the same rules: today's
-default set, passed to both with --select) of that release and of this one; target <= 1.15x.
-Each figure is the median of `--repeat` runs, configurations interleaved, each run a fresh process; wall and
-CPU (user+sys of the child) are both shown. Another workload on the machine makes wall times noisy: compare
-the CPU column, and read the spread. This is a script, not a test.
+cold run as a user runs it (`ascend-lint check --isolated --no-cache -j 1`) of that release and of this
+one (`--now PYTHON`: best a fresh venv with `pip install .`, so that both start the same way), on every
+`--tree`, with the same rules passed to both: today's default set, and the release's default set (the
+rules of "today" when the issue was filed); a Markdown table; target <= 1.15x.
+Each figure is the median of `--repeat` runs, configurations interleaved, each run a fresh process with its
+bytecode cached (PYTHONDONTWRITEBYTECODE is dropped for the measured processes, as after an install); wall
+and CPU (user+sys of the child) are both shown. Another workload on the machine makes wall times noisy:
+compare the CPU column, and read the spread. This is a script, not a test.
 """
 from __future__ import annotations
 
@@ -69,12 +72,19 @@ print(json.dumps({"wall": time.perf_counter() - t0, "files": len(targets),
 """
 
 
+def child_env() -> Dict[str, str]:
+    """The measured processes' environment: bytecode written and read (a user's install has it)."""
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=os.path.join(tempfile.gettempdir(), "ascend-bench-pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def run(mode: str, root: str, cache_dir: str, paths: Sequence[str] = ()) -> Dict[str, float]:
     """One fresh process; wall from inside it (imports included), CPU of the child from the OS."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", CHILD, mode, root, cache_dir, *paths], capture_output=True,
-                          text=True, cwd=HERE)
+                          text=True, cwd=HERE, env=child_env())
     outer = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -175,44 +185,75 @@ def bench_precommit(source: str, repeat: int) -> None:
 BEFORE = "e45bda1"  # the commit issue 12 measured "today's cold run" on: the linter before its project model
 
 
-def bench_before(tree: str, before: str, repeat: int) -> None:
-    """The cold CLI run of this version (project model on) against the release before the project model."""
-    from ascend_lint.config import Settings
-    from ascend_lint.registry import load_registry, select_rules
+def default_codes(python: str) -> List[str]:
+    """The codes of the default rule set of the ascend-lint installed for `python` (core rules left out)."""
+    proc = subprocess.run([python, "-m", "ascend_lint", "rules", "--output-format", "json"], capture_output=True,
+                          text=True, check=True)
+    return sorted(r["code"] for r in json.loads(proc.stdout) if r["status"] == "default" and r["pack"] != "core")
 
-    rules, _ = select_rules(load_registry(), Settings())
-    codes = ",".join(sorted(r.code for r in rules if r.pack != "core"))
-    argv = ["-m", "ascend_lint", "check", "--isolated", "--no-cache", "-j", "1", "--exit-zero", "--select", codes, "."]
-    rows: Dict[str, List[Dict[str, float]]] = {"before": [], "now": []}
-    for _ in range(repeat):
-        for key, python in (("before", before), ("now", sys.executable)):
-            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            proc = subprocess.run([python, *argv], cwd=tree, capture_output=True, text=True)
-            wall = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            if proc.returncode != 0:
-                raise SystemExit(proc.stderr)
-            cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
-            rows[key].append({"wall": wall, "cpu": cpu})
-    print(f"before the model ({BEFORE}) vs now: {tree}, --select {codes}, {repeat} interleaved runs, medians")
-    for key, label in (("before", f"release {BEFORE} (no model)"), ("now", "this version (project model)")):
-        print(f"  {label:32s} cpu {median(rows[key], 'cpu'):6.2f} s ({spread(rows[key], 'cpu')})   "
-              f"wall {median(rows[key], 'wall'):6.2f} s ({spread(rows[key], 'wall')})")
-    print(f"  ratio: cpu {median(rows['now'], 'cpu') / median(rows['before'], 'cpu'):.3f}x, "
-          f"wall {median(rows['now'], 'wall') / median(rows['before'], 'wall'):.3f}x  (target <= 1.15x)")
+
+def cold_cli_run(python: str, tree: str, codes: Sequence[str], env: Dict[str, str]) -> Dict[str, float]:
+    """One cold CLI run as a user runs it (`-j 1`, no cache, `codes` selected), wall and CPU from the OS."""
+    argv = [python, "-m", "ascend_lint", "check", "--isolated", "--no-cache", "-j", "1", "--exit-zero", "-q",
+            "--preview", "--select", ",".join(codes), "."]
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    return {"wall": wall, "cpu": (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)}
+
+
+def bench_before(trees: Sequence[str], before: str, now: str, repeat: int) -> None:
+    """The cold CLI run of this version (project model on) against the release before the project model, on
+    each tree, with two rule sets passed to both: today's default set and the release's default set (the
+    rules that were "today's" when the issue was filed). Both interpreters run with their bytecode cached
+    (as after any install; PYTHONDONTWRITEBYTECODE is dropped) after one unmeasured warm-up run each; give
+    both a fresh venv with a plain `pip install` so that neither pays for a heavier `site`."""
+    env = child_env()
+    readings = {"today's default rules": default_codes(now), f"{BEFORE}'s default rules": default_codes(before)}
+    print(f"cold -j 1 CLI runs, this version ({now}) vs the release before the project model ({BEFORE}, {before}); "
+          f"{repeat} interleaved runs, medians, CPU s (user+sys); target <= 1.15x")
+    for label, codes in readings.items():
+        print(f"- {label}: {','.join(codes)}")
+    print()
+    print("| tree | files | rules | release CPU s | this version CPU s | ratio (CPU) | ratio (wall) |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for tree in trees:
+        files = sum(1 for _d, _s, names in os.walk(tree) for n in names if n.endswith(".py"))
+        for label, codes in readings.items():
+            rows: Dict[str, List[Dict[str, float]]] = {"before": [], "now": []}
+            for python in (before, now):
+                cold_cli_run(python, tree, codes, env)  # (warm-up: bytecode written, files in the page cache)
+            for _ in range(repeat):
+                for key, python in (("before", before), ("now", now)):
+                    rows[key].append(cold_cli_run(python, tree, codes, env))
+            cpu = {k: median(v, "cpu") for k, v in rows.items()}
+            wall = {k: median(v, "wall") for k, v in rows.items()}
+            print(f"| {os.path.basename(os.path.normpath(tree))} | {files:,} | {label} | "
+                  f"{cpu['before']:.2f} ({spread(rows['before'], 'cpu')}) | {cpu['now']:.2f} "
+                  f"({spread(rows['now'], 'cpu')}) | {cpu['now'] / cpu['before']:.2f}x | "
+                  f"{wall['now'] / wall['before']:.2f}x |", flush=True)
 
 
 def main(argv: Sequence[str] = ()) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tree", default=os.path.dirname(HERE))
+    parser.add_argument("--tree", action="append", help="a tree to measure (repeatable; default: this repository)")
     parser.add_argument("--big", help="a ~20,000-file tree for the pre-commit case (copied; the copy is edited)")
     parser.add_argument("--before", help="an interpreter with the release before the project model installed")
+    parser.add_argument("--now", default=sys.executable,
+                        help="the interpreter of this version for --before (default: this one; best a fresh venv)")
+    parser.add_argument("--only-before", action="store_true", help="with --before: only the comparison with it")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(list(argv) or None)
-    bench_tree(args.tree, args.repeat)
+    trees = args.tree or [os.path.dirname(HERE)]
+    if not args.only_before:
+        for tree in trees:
+            bench_tree(tree, args.repeat)
     if args.before:
-        bench_before(args.tree, args.before, args.repeat)
+        bench_before(trees, args.before, args.now, args.repeat)
     if args.big:
         bench_precommit(args.big, args.repeat)
 
