@@ -30,7 +30,7 @@ SUMMARY_SCHEMA = 4
 Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
-_DOTTED = r"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*"
+_DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*")
 # Statement starts worth a look, found with one literal-led pattern (fast in `re`), then read one by one.
 _STMT_START_RE = re.compile(r"\n([ \t]*)(?:import[ \t]|from[ \t]|def[ \t]|async[ \t]+def[ \t]|class[ \t]|if[ \t]+_)")
 _IMPORT_RE = re.compile(r"import[ \t]+([^\n#;]+)")
@@ -93,10 +93,7 @@ def _block_end(masked: str, start: int, width: int) -> int:
     pattern = _ENDS.get(width)
     if pattern is None:  # the next code line indented no deeper than the header (closing brackets excluded)
         pattern = _ENDS[width] = re.compile(r"\n(?=[ \t]{0,%d}[^ \t\n#)\]}])" % width)
-    newline = masked.find("\n", start + 1)
-    if newline == -1:
-        return len(masked)
-    match = pattern.search(masked, newline)
+    match = pattern.search(masked, start)  # (the header line holds no newline: the first candidate is its end)
     return match.start() if match else len(masked)
 
 
@@ -186,44 +183,44 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
     names and records are those objects when equal (see share_records); else its names are interned."""
     intern = sys.intern if shared is None else (lambda name: shared.setdefault(name, name))
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
-    imports: List[tuple] = []  # (module, name, asname, level, line, offset -> inside a def?)
+    imports: List[tuple] = []  # (module, name, asname, level, line, inside a def?)
     classes: Dict[str, list] = {}  # name -> [line, [bases as written], [methods]] (tuples in the summary)
     defs: Dict[str, tuple] = {}  # qualname -> (line, end line, (names it calls))
     owners: List[Tuple[int, int, str, int]] = []  # (start, end offset, qualname, line) of functions/methods
-    spans: List[Tuple[int, int]] = []  # every def's (start, end): function-level imports
     entry = False
     config_spans: List[Tuple[int, int]] = []  # configuration classes: their defaults are read by a small parse
     current_class: Optional[Tuple[int, str, int]] = None  # (end offset, name, method indentation or -1)
     line, pos = 0, 0
-    covered = 0  # the furthest end of the def spans so far
+    covered = 0  # the furthest end of the def spans so far: a statement starting before it is inside a def
     count = masked.count
+    tabs = "\t" in masked
     for m in _STMT_START_RE.finditer(masked):
         start = m.start() + 1
         line += count("\n", pos, start)
         pos = start
-        indent = m.group(1)
-        head = start + len(indent)
-        width = _width(indent)
+        head = m.end(1)
+        width = _width(m.group(1)) if tabs else head - start
         first = masked[head]
         if current_class is not None and start >= current_class[0]:
             current_class = None
         if first == "i" and masked.startswith("import", head):
             found = _IMPORT_RE.match(masked, head)
             if found:
+                in_func = start < covered
                 for module, asname in _names(found.group(1)):
-                    imports.append((intern(module), None, asname and intern(asname), 0, line, start))
+                    imports.append((intern(module), None, asname and intern(asname), 0, line, in_func))
         elif first == "f":
             found = _FROM_RE.match(masked, head)
             if found:
-                names = found.group(3) if found.group(3) is not None else found.group(4)
-                for name, asname in _names(names):
-                    imports.append((intern(found.group(2)), intern(name), asname and intern(asname), len(found.group(1)),
-                                    line, start))
+                dots, module, bracketed, names = found.groups()
+                level, in_func = len(dots), start < covered
+                for name, asname in _names(names if bracketed is None else bracketed):
+                    imports.append((intern(module), intern(name), asname and intern(asname), level, line, in_func))
         elif first == "c":
             found = _CLASS_RE.match(masked, head)
             if found and width == 0:
                 bases = [intern(_dotted(b)) for b in (found.group(2) or "").split(",")
-                         if b.strip() and "=" not in b and re.fullmatch(_DOTTED, b.strip())]
+                         if b.strip() and "=" not in b and _DOTTED_RE.fullmatch(b.strip())]
                 classes[intern(found.group(1))] = [line, bases, []]
                 current_class = (_block_end(masked, start, 0), found.group(1), -1)
                 if found.group(1).endswith("Config") or any(b.endswith("Config") for b in bases):
@@ -245,12 +242,10 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
             if qual is None and start < covered:
                 continue  # nested in a def whose span is known: its own span adds nothing
             end = _block_end(masked, start, width)
-            spans.append((start, end))
             covered = max(covered, end)
             if qual is not None and qual not in defs:
                 owners.append((found.end(), end, qual, line))
                 defs[qual] = (line, line + count("\n", start, end), ())
-    _mark_function_level(imports, spans)
     known = _known_roots(imports, classes, defs)
     reverse = (masked + "\n")[::-1]
     patches = []
@@ -345,21 +340,6 @@ def _config_from_text(masked: str, spans: List[Tuple[int, int]]) -> Dict[str, Di
         if values and name:
             config[name] = values
     return config
-
-
-def _mark_function_level(imports: List[tuple], spans: List[Tuple[int, int]]) -> None:
-    """Replace each import's offset (its last field) by whether it lies inside a def (records become tuples:
-    a project's summaries hold hundreds of thousands of them)."""
-    spans.sort()
-    starts = [s for s, _ in spans]
-    reach: List[int] = []  # the furthest end of the spans up to each index
-    furthest = -1
-    for _, end in spans:
-        furthest = max(furthest, end)
-        reach.append(furthest)
-    for number, (module, name, asname, level, line, offset) in enumerate(imports):
-        i = bisect.bisect_left(starts, offset) - 1
-        imports[number] = (module, name, asname, level, line, i >= 0 and reach[i] > offset)
 
 
 def _known_roots(imports: Sequence[tuple], classes: Dict[str, Any], defs: Dict[str, tuple]) -> set:
