@@ -109,6 +109,27 @@ def _names(text: str) -> Iterator[Tuple[str, Optional[str]]]:
             yield pieces[0], (pieces[2] if len(pieces) == 3 and pieces[1] == "as" else None)
 
 
+def _needle_searches(needles: Sequence[str], anchors: Sequence[str]) -> List[Callable[[str], Any]]:
+    """Searches that together find what `any(needle in text for needle in needles)` finds: one per anchor, for the
+    needles holding it (the first anchor that fits; a needle without one is its own), each needle written as its
+    rest after the anchor and a look back at the whole. `re` finds a literal prefix faster than `in` finds a
+    word, the more so for a rare one, and one search rules out every needle holding its anchor."""
+    groups: Dict[str, List[str]] = {}
+    for needle in needles:
+        groups.setdefault(next((a for a in anchors if a in needle), needle), []).append(needle)
+    return [re.compile(re.escape(anchor) + "(?:" + "|".join(
+        re.escape(n[n.index(anchor) + len(anchor):]) + ("" if n.startswith(anchor) else "(?<=" + re.escape(n) + ")")
+        for n in group) + ")").search for anchor, group in groups.items()]
+
+
+_NPU_NEEDLE_SEARCHES = _needle_searches(NPU_TEXT_NEEDLES, ("npu", "hccl"))
+# The precision words that can make a text deep when might_step finds nothing in it: `TrainOneStep` and
+# `build_train_network` lie in a name holding `trainonestep` / `trainnet` (lower case, underscores dropped), which
+# might_step accepts. Anchors: characters rare in code, else a short piece of the word.
+_PRECISION_SEARCHES = _needle_searches([w for w in PRECISION_WORDS if w not in ("TrainOneStep", "build_train_network")],
+                                       ("6", "M", "v", "z", "x", "y", "(", "_f", "ca"))
+
+
 def npu_context(modules: Iterable[str], text: str, occurs: Optional[Callable[[str], bool]] = None) -> bool:
     """Is a file NPU code on its own? It imports an NPU package (`modules`: its imports as dotted names,
     `from a import b` as 'a.b') or an Apex `Npu*` class, or its text uses an `npu` device, the `hccl` backend
@@ -117,8 +138,9 @@ def npu_context(modules: Iterable[str], text: str, occurs: Optional[Callable[[st
         if module.split(".", 1)[0] in NPU_PACKAGES or (
                 module.startswith("apex.") and module.rsplit(".", 1)[-1].startswith("Npu")):
             return True
-    return any(map(occurs or text.__contains__, NPU_TEXT_NEEDLES)) and \
-        search_near(NPU_TEXT_RE, text, ("npu", "hccl"), NPU_TEXT_REACH)
+    needles = any(map(occurs, NPU_TEXT_NEEDLES)) if occurs is not None else \
+        any(search(text) for search in _NPU_NEEDLE_SEARCHES)
+    return needles and search_near(NPU_TEXT_RE, text, ("npu", "hccl"), NPU_TEXT_REACH)
 
 
 def gpu_context(text: str) -> bool:
@@ -265,7 +287,7 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
     if owners:
         _collect_calls(reverse, owners, defs, known, intern)
     # "light": the syntax tree holds more (step loops, precision decisions): see summarize()
-    deep = might_step(masked) or any(w in masked for w in PRECISION_WORDS)
+    deep = might_step(masked) or any(search(masked) for search in _PRECISION_SEARCHES)
     modules = (module + "." + name if name else module
                for module, name, _asname, level, _line, in_func in imports if not level and not in_func)
     records = {name: (line, tuple(bases), tuple(methods)) for name, (line, bases, methods) in classes.items()}
