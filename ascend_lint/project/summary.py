@@ -31,11 +31,12 @@ Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
 _DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*")
-# Statement starts worth a look, found with one literal-led pattern (fast in `re`), then read one by one.
-_STMT_START_RE = re.compile(r"\n([ \t]*)(?:import[ \t]|from[ \t]|def[ \t]|async[ \t]+def[ \t]|class[ \t]|if[ \t]+_)")
-_IMPORT_RE = re.compile(r"import[ \t]+([^\n#;]+)")
+# Statement starts worth a look, found with one literal-led pattern (fast in `re`), then read one by one. The same
+# match reads an import's names and a def's name: it stays on its line, so it passes over no other start (and an
+# import or def line without them holds nothing to read).
+_STMT_START_RE = re.compile(r"\n([ \t]*)(?:import[ \t]+([^\n#;]+)|def[ \t]+(\w+)|async[ \t]+def[ \t]+(\w+)|from[ \t]|"
+                            r"class[ \t]|if[ \t]+_)")  # (an optional `async` would make every line slower)
 _FROM_RE = re.compile(r"from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([^\n#;]+))")
-_DEF_RE = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
 _CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
 _MAIN_RE = re.compile(r"if[ \t]+(?:__name__[ \t]*==[ \t]*['\"]__main__['\"]|['\"]__main__['\"][ \t]*==[ \t]*__name__)")
 # Patterns over the REVERSED text: there they start with a literal, which `re` finds fast.
@@ -51,13 +52,15 @@ EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {
     "torch", "torch_npu", "numpy", "mindspore", "apex", "scipy", "einops", "triton", "deepspeed", "megatron",
     "transformers", "safetensors", "tqdm", "yaml", "PIL", "cv2", "pandas", "sklearn", "matplotlib"}
 _QUOTES = ('"' * 3, "'" * 3)
+_SINGLES_RE = re.compile("'" * 3)
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 
 
 def _blank_strings(text: str) -> str:
     """The text with triple-quoted strings (docstrings, templates) emptied, their newlines kept."""
     double, single = _QUOTES
-    next_double, next_single = text.find(double), text.find(single)
+    found = _SINGLES_RE.search(text)  # (faster than str.find: a quote is common, three in a row rare)
+    next_double, next_single = text.find(double), found.start() if found else -1
     if next_double == -1 and next_single == -1:
         return text
     pieces: List[str] = []
@@ -220,17 +223,16 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
         start = m.start() + 1
         line += count("\n", pos, start)
         pos = start
+        indent, imported, name, async_name = m.groups()
         head = m.end(1)
-        width = _width(m.group(1)) if tabs else head - start
+        width = _width(indent) if tabs else head - start
         first = masked[head]
         if current_class is not None and start >= current_class[0]:
             current_class = None
-        if first == "i" and masked.startswith("import", head):
-            found = _IMPORT_RE.match(masked, head)
-            if found:
-                in_func = start < covered
-                for module, asname in _names(found.group(1)):
-                    imports.append((intern(module), None, asname and intern(asname), 0, line, in_func))
+        if imported is not None:
+            in_func = start < covered
+            for module, asname in _names(imported):
+                imports.append((intern(module), None, asname and intern(asname), 0, line, in_func))
         elif first == "f":
             found = _FROM_RE.match(masked, head)
             if found:
@@ -249,11 +251,8 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
                     config_spans.append((start, current_class[0]))
         elif first == "i":
             entry = entry or (width == 0 and _MAIN_RE.match(masked, head) is not None)
-        else:
-            found = _DEF_RE.match(masked, head)
-            if not found:
-                continue
-            name = found.group(1)
+        else:  # a def
+            name = name or async_name
             qual = None
             if width == 0:
                 qual = intern(name)
@@ -266,7 +265,7 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
             end = _block_end(masked, start, width)
             covered = max(covered, end)
             if qual is not None and qual not in defs:
-                owners.append((found.end(), end, qual, line))
+                owners.append((m.end(), end, qual, line))
                 defs[qual] = (line, line + count("\n", start, end), ())
     known = _known_roots(imports, classes, defs)
     reverse = (masked + "\n")[::-1]
