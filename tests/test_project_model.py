@@ -454,6 +454,47 @@ def test_device_context_is_the_whole_text_search(text):
     assert npu_context([], text) == (any(n in text for n in NPU_TEXT_NEEDLES) and NPU_TEXT_RE.search(text) is not None)
 
 
+
+def _near_misses(words):
+    """Each word, cut, glued to its neighbours and halves of two words joined: texts that hold a word or almost do."""
+    for word in words:
+        yield from (word, word[1:], word[:-1], f"a{word}_b", f"{word[:2]} {word[2:]}", word.upper(), word * 2)
+        for other in words:
+            yield word[:len(word) // 2] + other[len(other) // 2:]
+
+
+def test_needle_searches_find_what_substring_tests_find():
+    """The anchored searches that stand in for `any(needle in text ...)` (NPU needles, precision words)
+    give its answer, on texts holding a needle or almost one."""
+    from ascend_lint.project.data import NPU_TEXT_NEEDLES, PRECISION_WORDS
+    from ascend_lint.project.summary import _needle_searches
+
+    for needles, anchors in ((NPU_TEXT_NEEDLES, ("npu", "hccl")), (PRECISION_WORDS, ("6", "M", "v", "(", "_f")),
+                             (["ab", "cab", "b(", "x"], ("b", "a"))):
+        searches = _needle_searches(needles, anchors)
+        for text in _near_misses(list(needles)):
+            assert any(search(text) for search in searches) == any(n in text for n in needles), (needles, text)
+
+
+@pytest.mark.parametrize("word", ["TrainOneStep", "build_train_network"])
+def test_precision_words_left_to_might_step(word):
+    """light_summary does not look for these precision words: a text that holds one is one might_step accepts,
+    wherever the word lies in a name."""
+    from ascend_lint.project.summary import light_summary, might_step
+
+    for text in (word, f"x = {word}", f"_{word}_", f"aTrain{word}Rain2", f"xRAIN_{word}(a)", f"\u00e9{word}\u00f6"):
+        assert might_step(text) and light_summary(text)["light"]
+
+
+def test_light_flag_is_the_precision_word_test():
+    """The "light" flag: might_step, or any precision word in the text."""
+    from ascend_lint.project.data import PRECISION_WORDS
+    from ascend_lint.project.summary import light_summary, might_step
+
+    for text in _near_misses(PRECISION_WORDS):
+        assert light_summary(text)["light"] == (might_step(text) or any(w in text for w in PRECISION_WORDS)), text
+
+
 STEP_CALLS = [
     "loss.backward()", "loss.backward (retain_graph=True)", "optimizer.step()", "self.optimizer.step()",
     "scaler.step(opt)", "opt\\\n    .step()", "(optimizer\n .step())", "(opt).step()", "model.train_step(x, y)",

@@ -30,12 +30,13 @@ SUMMARY_SCHEMA = 4
 Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
-_DOTTED = r"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*"
-# Statement starts worth a look, found with one literal-led pattern (fast in `re`), then read one by one.
-_STMT_START_RE = re.compile(r"\n([ \t]*)(?:import[ \t]|from[ \t]|def[ \t]|async[ \t]+def[ \t]|class[ \t]|if[ \t]+_)")
-_IMPORT_RE = re.compile(r"import[ \t]+([^\n#;]+)")
+_DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*")
+# Statement starts worth a look, found with one literal-led pattern (fast in `re`), then read one by one. The same
+# match reads an import's names and a def's name: it stays on its line, so it passes over no other start (and an
+# import or def line without them holds nothing to read).
+_STMT_START_RE = re.compile(r"\n([ \t]*)(?:import[ \t]+([^\n#;]+)|def[ \t]+(\w+)|async[ \t]+def[ \t]+(\w+)|from[ \t]|"
+                            r"class[ \t]|if[ \t]+_)")  # (an optional `async` would make every line slower)
 _FROM_RE = re.compile(r"from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([^\n#;]+))")
-_DEF_RE = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
 _CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
 _MAIN_RE = re.compile(r"if[ \t]+(?:__name__[ \t]*==[ \t]*['\"]__main__['\"]|['\"]__main__['\"][ \t]*==[ \t]*__name__)")
 # Patterns over the REVERSED text: there they start with a literal, which `re` finds fast.
@@ -51,13 +52,15 @@ EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {
     "torch", "torch_npu", "numpy", "mindspore", "apex", "scipy", "einops", "triton", "deepspeed", "megatron",
     "transformers", "safetensors", "tqdm", "yaml", "PIL", "cv2", "pandas", "sklearn", "matplotlib"}
 _QUOTES = ('"' * 3, "'" * 3)
+_SINGLES_RE = re.compile("'" * 3)
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 
 
 def _blank_strings(text: str) -> str:
     """The text with triple-quoted strings (docstrings, templates) emptied, their newlines kept."""
     double, single = _QUOTES
-    next_double, next_single = text.find(double), text.find(single)
+    found = _SINGLES_RE.search(text)  # (faster than str.find: a quote is common, three in a row rare)
+    next_double, next_single = text.find(double), found.start() if found else -1
     if next_double == -1 and next_single == -1:
         return text
     pieces: List[str] = []
@@ -93,10 +96,7 @@ def _block_end(masked: str, start: int, width: int) -> int:
     pattern = _ENDS.get(width)
     if pattern is None:  # the next code line indented no deeper than the header (closing brackets excluded)
         pattern = _ENDS[width] = re.compile(r"\n(?=[ \t]{0,%d}[^ \t\n#)\]}])" % width)
-    newline = masked.find("\n", start + 1)
-    if newline == -1:
-        return len(masked)
-    match = pattern.search(masked, newline)
+    match = pattern.search(masked, start)  # (the header line holds no newline: the first candidate is its end)
     return match.start() if match else len(masked)
 
 
@@ -112,6 +112,27 @@ def _names(text: str) -> Iterator[Tuple[str, Optional[str]]]:
             yield pieces[0], (pieces[2] if len(pieces) == 3 and pieces[1] == "as" else None)
 
 
+def _needle_searches(needles: Sequence[str], anchors: Sequence[str]) -> List[Callable[[str], Any]]:
+    """Searches that together find what `any(needle in text for needle in needles)` finds: one per anchor, for the
+    needles holding it (the first anchor that fits; a needle without one is its own), each needle written as its
+    rest after the anchor and a look back at the whole. `re` finds a literal prefix faster than `in` finds a
+    word, the more so for a rare one, and one search rules out every needle holding its anchor."""
+    groups: Dict[str, List[str]] = {}
+    for needle in needles:
+        groups.setdefault(next((a for a in anchors if a in needle), needle), []).append(needle)
+    return [re.compile(re.escape(anchor) + "(?:" + "|".join(
+        re.escape(n[n.index(anchor) + len(anchor):]) + ("" if n.startswith(anchor) else "(?<=" + re.escape(n) + ")")
+        for n in group) + ")").search for anchor, group in groups.items()]
+
+
+_NPU_NEEDLE_SEARCHES = _needle_searches(NPU_TEXT_NEEDLES, ("npu", "hccl"))
+# The precision words that can make a text deep when might_step finds nothing in it: `TrainOneStep` and
+# `build_train_network` lie in a name holding `trainonestep` / `trainnet` (lower case, underscores dropped), which
+# might_step accepts. Anchors: characters rare in code, else a short piece of the word.
+_PRECISION_SEARCHES = _needle_searches([w for w in PRECISION_WORDS if w not in ("TrainOneStep", "build_train_network")],
+                                       ("6", "M", "v", "z", "x", "y", "(", "_f", "ca"))
+
+
 def npu_context(modules: Iterable[str], text: str, occurs: Optional[Callable[[str], bool]] = None) -> bool:
     """Is a file NPU code on its own? It imports an NPU package (`modules`: its imports as dotted names,
     `from a import b` as 'a.b') or an Apex `Npu*` class, or its text uses an `npu` device, the `hccl` backend
@@ -120,8 +141,9 @@ def npu_context(modules: Iterable[str], text: str, occurs: Optional[Callable[[st
         if module.split(".", 1)[0] in NPU_PACKAGES or (
                 module.startswith("apex.") and module.rsplit(".", 1)[-1].startswith("Npu")):
             return True
-    return any(map(occurs or text.__contains__, NPU_TEXT_NEEDLES)) and \
-        search_near(NPU_TEXT_RE, text, ("npu", "hccl"), NPU_TEXT_REACH)
+    needles = any(map(occurs, NPU_TEXT_NEEDLES)) if occurs is not None else \
+        any(search(text) for search in _NPU_NEEDLE_SEARCHES)
+    return needles and search_near(NPU_TEXT_RE, text, ("npu", "hccl"), NPU_TEXT_REACH)
 
 
 def gpu_context(text: str) -> bool:
@@ -186,55 +208,51 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
     names and records are those objects when equal (see share_records); else its names are interned."""
     intern = sys.intern if shared is None else (lambda name: shared.setdefault(name, name))
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
-    imports: List[tuple] = []  # (module, name, asname, level, line, offset -> inside a def?)
+    imports: List[tuple] = []  # (module, name, asname, level, line, inside a def?)
     classes: Dict[str, list] = {}  # name -> [line, [bases as written], [methods]] (tuples in the summary)
     defs: Dict[str, tuple] = {}  # qualname -> (line, end line, (names it calls))
     owners: List[Tuple[int, int, str, int]] = []  # (start, end offset, qualname, line) of functions/methods
-    spans: List[Tuple[int, int]] = []  # every def's (start, end): function-level imports
     entry = False
     config_spans: List[Tuple[int, int]] = []  # configuration classes: their defaults are read by a small parse
     current_class: Optional[Tuple[int, str, int]] = None  # (end offset, name, method indentation or -1)
     line, pos = 0, 0
-    covered = 0  # the furthest end of the def spans so far
+    covered = 0  # the furthest end of the def spans so far: a statement starting before it is inside a def
     count = masked.count
+    tabs = "\t" in masked
     for m in _STMT_START_RE.finditer(masked):
         start = m.start() + 1
         line += count("\n", pos, start)
         pos = start
-        indent = m.group(1)
-        head = start + len(indent)
-        width = _width(indent)
+        indent, imported, name, async_name = m.groups()
+        head = m.end(1)
+        width = _width(indent) if tabs else head - start
         first = masked[head]
         if current_class is not None and start >= current_class[0]:
             current_class = None
-        if first == "i" and masked.startswith("import", head):
-            found = _IMPORT_RE.match(masked, head)
-            if found:
-                for module, asname in _names(found.group(1)):
-                    imports.append((intern(module), None, asname and intern(asname), 0, line, start))
+        if imported is not None:
+            in_func = start < covered
+            for module, asname in _names(imported):
+                imports.append((intern(module), None, asname and intern(asname), 0, line, in_func))
         elif first == "f":
             found = _FROM_RE.match(masked, head)
             if found:
-                names = found.group(3) if found.group(3) is not None else found.group(4)
-                for name, asname in _names(names):
-                    imports.append((intern(found.group(2)), intern(name), asname and intern(asname), len(found.group(1)),
-                                    line, start))
+                dots, module, bracketed, names = found.groups()
+                level, in_func = len(dots), start < covered
+                for name, asname in _names(names if bracketed is None else bracketed):
+                    imports.append((intern(module), intern(name), asname and intern(asname), level, line, in_func))
         elif first == "c":
             found = _CLASS_RE.match(masked, head)
             if found and width == 0:
                 bases = [intern(_dotted(b)) for b in (found.group(2) or "").split(",")
-                         if b.strip() and "=" not in b and re.fullmatch(_DOTTED, b.strip())]
+                         if b.strip() and "=" not in b and _DOTTED_RE.fullmatch(b.strip())]
                 classes[intern(found.group(1))] = [line, bases, []]
                 current_class = (_block_end(masked, start, 0), found.group(1), -1)
                 if found.group(1).endswith("Config") or any(b.endswith("Config") for b in bases):
                     config_spans.append((start, current_class[0]))
         elif first == "i":
             entry = entry or (width == 0 and _MAIN_RE.match(masked, head) is not None)
-        else:
-            found = _DEF_RE.match(masked, head)
-            if not found:
-                continue
-            name = found.group(1)
+        else:  # a def
+            name = name or async_name
             qual = None
             if width == 0:
                 qual = intern(name)
@@ -245,12 +263,10 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
             if qual is None and start < covered:
                 continue  # nested in a def whose span is known: its own span adds nothing
             end = _block_end(masked, start, width)
-            spans.append((start, end))
             covered = max(covered, end)
             if qual is not None and qual not in defs:
-                owners.append((found.end(), end, qual, line))
+                owners.append((m.end(), end, qual, line))
                 defs[qual] = (line, line + count("\n", start, end), ())
-    _mark_function_level(imports, spans)
     known = _known_roots(imports, classes, defs)
     reverse = (masked + "\n")[::-1]
     patches = []
@@ -270,7 +286,7 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
     if owners:
         _collect_calls(reverse, owners, defs, known, intern)
     # "light": the syntax tree holds more (step loops, precision decisions): see summarize()
-    deep = might_step(masked) or any(w in masked for w in PRECISION_WORDS)
+    deep = might_step(masked) or any(search(masked) for search in _PRECISION_SEARCHES)
     modules = (module + "." + name if name else module
                for module, name, _asname, level, _line, in_func in imports if not level and not in_func)
     records = {name: (line, tuple(bases), tuple(methods)) for name, (line, bases, methods) in classes.items()}
@@ -345,21 +361,6 @@ def _config_from_text(masked: str, spans: List[Tuple[int, int]]) -> Dict[str, Di
         if values and name:
             config[name] = values
     return config
-
-
-def _mark_function_level(imports: List[tuple], spans: List[Tuple[int, int]]) -> None:
-    """Replace each import's offset (its last field) by whether it lies inside a def (records become tuples:
-    a project's summaries hold hundreds of thousands of them)."""
-    spans.sort()
-    starts = [s for s, _ in spans]
-    reach: List[int] = []  # the furthest end of the spans up to each index
-    furthest = -1
-    for _, end in spans:
-        furthest = max(furthest, end)
-        reach.append(furthest)
-    for number, (module, name, asname, level, line, offset) in enumerate(imports):
-        i = bisect.bisect_left(starts, offset) - 1
-        imports[number] = (module, name, asname, level, line, i >= 0 and reach[i] > offset)
 
 
 def _known_roots(imports: Sequence[tuple], classes: Dict[str, Any], defs: Dict[str, tuple]) -> set:
