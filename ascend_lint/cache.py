@@ -403,7 +403,7 @@ def _well_formed(entry: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------- the project store
-PROJECT_SCHEMA = 3  # (3: summary schema 4)
+PROJECT_SCHEMA = 4  # (4: summary schema 5)
 
 
 def project_store_dir(settings: Settings, root: str) -> str:

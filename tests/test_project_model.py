@@ -419,6 +419,28 @@ def test_a_module_that_lost_its_facts_no_longer_passes_on_the_migration():
     assert after.migrated("leaf") is None and after.migrated("middle") is not None
 
 
+def test_a_patch_is_placed_on_its_own_line_and_only_project_names_patch():
+    """`X.attr = f` records the line it is on (tabs, a patch on the first line, one after a docstring), and
+    neither an attribute of `self` nor a value no project name reaches is a patch."""
+    from ascend_lint.project.summary import light_summary
+
+    text = ('mod.first = impl.g\n"""A\ndocstring."""\nimport mod\nfrom pkg import impl\n\n'
+            'mod.Model.forward = impl.fast_forward\n\tmod.f = impl.g\nself._x = _y\nother.thing = _z\n')
+    assert light_summary(text)["patches"] == [["mod.f", "impl.g", 8], ["mod.Model.forward", "impl.fast_forward", 7],
+                                              ["mod.first", "impl.g", 1]]
+
+
+def test_a_patch_reason_names_the_line_of_the_assignment(tmp_path, monkeypatch, capsys):
+    root = copy_project("monkeypatch", tmp_path)
+    monkeypatch.chdir(root)
+    main(["check", "--isolated", "--no-cache", "--preview", "--select", "ASC202", "--output-format", "json", "."])
+    messages = {f["filename"]: f["message"] for f in json.loads(capsys.readouterr().out)}
+    lines = {rel: (root / rel).read_text(encoding="utf-8").splitlines() for rel in messages}
+    for rel, message in messages.items():
+        line = int(re.search(re.escape(rel) + r":(\d+)", message).group(1))
+        assert re.match(r"\s*\w+\.forward = ", lines[rel][line - 1]), (rel, message)
+
+
 def test_a_modules_own_class_shadows_an_import_and_the_first_import_binds_a_name():
     """Names resolve as Python binds them here: a module's own class or function over an import of the
     same name, and of two imports of one name the first (a later one is usually a fallback)."""

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_REACH, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_REACH,
                    NPU_TEXT_RE, PATCH_REGISTRARS, PRECISION_WORDS, STEP_NAME_RE, STEP_RECEIVER_HINTS)
 
-SUMMARY_SCHEMA = 4
+SUMMARY_SCHEMA = 5  # (5: patch lines and the patch filter corrected)
 Summary = Dict[str, Any]
 MAX_CALLS = 200  # per function: enough for an approximate call graph, bounded for odd generated code
 
@@ -273,9 +273,9 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
     for m in _PATCH_REV_RE.finditer(reverse):
         target, value = m.group(2)[::-1], m.group(1)[::-1]
         if target.split(".", 1)[0] in known and value.split(".", 1)[0] in known and \
-                not target.startswith(("self.", "cls.")) and value[:1].isalpha() or value[:1] == "_":
-            patches.append([target, value, len(reverse) - m.start()])  # (an offset: the line follows)
-    line, done = 1, 0
+                not target.startswith(("self.", "cls.")) and (value[:1].isalpha() or value[:1] == "_"):
+            patches.append([target, value, len(reverse) - m.end()])  # (the offset of its line's start in `masked`)
+    line, done = 0, 0  # (`masked` starts with a newline: the newlines before a line's start number it)
     for record in reversed(patches):  # offsets -> lines, counting each stretch once (matches come last first)
         line += count("\n", done, record[2])
         done, record[2] = record[2], line
