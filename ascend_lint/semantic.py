@@ -119,6 +119,7 @@ class FileContext:
         self._role_spans: Optional[List[Tuple[int, int, str]]] = None
         self._local_calls: Optional[Set[str]] = None
         self._optional: Optional[Dict[str, Tuple[str, ...]]] = None
+        self._calls: Optional[List[ast.AST]] = None
         self.project = project
         self.module: Optional[str] = project.module
         self.migrating_modules = MIGRATING_MODULES + tuple(migrating_modules)
@@ -617,6 +618,13 @@ class FileContext:
                         self._optional[name] = self._optional.get(name, ()) + modules
         return self._optional
 
+    def calls(self) -> List[ast.AST]:
+        """Every call of the file, in no set order (for a rule that decides a fix from the whole file;
+        computed once, only when asked)."""
+        if self._calls is None:
+            self._calls = find_nodes(self.tree, (ast.Call,))
+        return self._calls
+
     # ------------------------------------------------------ not training code
     def non_training_reason(self, node: Optional[ast.AST] = None) -> Optional[str]:
         """Why the code at `node` (default: where the walk is) is not training code -- 'test code', 'a
@@ -677,7 +685,8 @@ class FileContext:
                     if reason is not None:
                         self._role_spans.append((item.lineno, item.end_lineno or item.lineno, reason))
                         continue
-                todo.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
+                for name in _BODIES:  # (its child statements, as ast.iter_child_nodes orders them)
+                    todo.extend(getattr(item, name, None) or ())
         line = getattr(node, "lineno", 0)
         for first, last, reason in self._role_spans:
             if first <= line <= last:
@@ -946,6 +955,7 @@ def _contains(outer: ast.AST, inner: ast.AST) -> bool:
     )
 
 
+_BODIES = ("body", "orelse", "finalbody")  # the fields of a statement that hold statements
 _STEP_BARRIERS = LOOP_TYPES + FUNC_TYPES + (ast.ClassDef, ast.Lambda)
 # Nodes that can hold no call, loop or function (names, constants, operators, contexts): not looked into.
 _INERT = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.alias)
@@ -961,6 +971,57 @@ def _child_nodes(node: ast.AST) -> List[ast.AST]:
         elif isinstance(value, ast.AST) and not isinstance(value, _INERT):
             out.append(value)
     return out
+
+
+SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
+# Fields that only ever hold strings, numbers or None (never a node): not looked into.
+_SCALAR_FIELDS = frozenset({
+    ("Name", "id"), ("Constant", "value"), ("Attribute", "attr"), ("keyword", "arg"), ("arg", "arg"),
+    ("alias", "name"), ("alias", "asname"), ("ImportFrom", "module"), ("ImportFrom", "level"),
+    ("Global", "names"), ("Nonlocal", "names"), ("FormattedValue", "conversion"), ("comprehension", "is_async"),
+    ("FunctionDef", "name"), ("AsyncFunctionDef", "name"), ("ClassDef", "name"), ("ExceptHandler", "name"),
+    ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest"), ("MatchClass", "kwd_attrs"),
+    ("TypeIgnore", "lineno"), ("TypeIgnore", "tag"),
+})
+CHILD_FIELDS: Dict[type, tuple] = {}  # node type -> the fields that may hold a node (child_fields)
+
+
+def child_fields(cls: type) -> tuple:
+    fields = CHILD_FIELDS.get(cls)
+    if fields is None:
+        fields = CHILD_FIELDS[cls] = tuple(f for f in cls._fields
+                                           if f not in SKIP_FIELDS and (cls.__name__, f) not in _SCALAR_FIELDS)
+    return fields
+
+
+# Node types that can have no child node (Name, Constant, operators, ...): nothing to look into.
+LEAF_TYPES = frozenset(
+    cls for cls in vars(ast).values()
+    if isinstance(cls, type) and issubclass(cls, ast.AST) and getattr(cls, "_fields", None) is not None
+    and not child_fields(cls)
+)
+
+
+def find_nodes(root: ast.AST, types: Tuple[type, ...]) -> List[ast.AST]:
+    """The nodes of exactly these `types` under `root` (itself included), in no set order: ast.walk without
+    looking into leaves and the fields that never hold a node (~3x faster on whole modules)."""
+    found: List[ast.AST] = []
+    todo = [root]
+    pop, push, leaves, node_type = todo.pop, todo.append, LEAF_TYPES, ast.AST
+    while todo:
+        node = pop()
+        cls = node.__class__
+        if cls in types:
+            found.append(node)
+        for name in CHILD_FIELDS.get(cls) or child_fields(cls):
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if item.__class__ not in leaves and isinstance(item, node_type):
+                        push(item)
+            elif value.__class__ not in leaves and isinstance(value, node_type):
+                push(value)
+    return found
 
 
 def _called_local_names(root: ast.AST) -> Set[str]:

@@ -10,39 +10,11 @@ import ast
 from itertools import accumulate
 from typing import Callable, Dict, List, Optional, Sequence, Type
 
-from .semantic import FileContext, Scope
+from .semantic import CHILD_FIELDS, LEAF_TYPES, FileContext, Scope, child_fields
 
 AST = ast.AST
 
 Handler = Callable[[ast.AST], None]
-SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
-# Fields that only ever hold strings, numbers or None (never a node): not looked into.
-_SCALAR_FIELDS = frozenset({
-    ("Name", "id"), ("Constant", "value"), ("Attribute", "attr"), ("keyword", "arg"), ("arg", "arg"),
-    ("alias", "name"), ("alias", "asname"), ("ImportFrom", "module"), ("ImportFrom", "level"),
-    ("Global", "names"), ("Nonlocal", "names"), ("FormattedValue", "conversion"), ("comprehension", "is_async"),
-    ("FunctionDef", "name"), ("AsyncFunctionDef", "name"), ("ClassDef", "name"), ("ExceptHandler", "name"),
-    ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest"), ("MatchClass", "kwd_attrs"),
-    ("TypeIgnore", "lineno"), ("TypeIgnore", "tag"),
-})
-_FIELDS: Dict[type, tuple] = {}
-
-
-def _fields(cls: type) -> tuple:
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = _FIELDS[cls] = tuple(f for f in cls._fields
-                                      if f not in SKIP_FIELDS and (cls.__name__, f) not in _SCALAR_FIELDS)
-    return fields
-
-
-# Node types that can have no child node (Name, Constant, operators, ...): visiting one that no
-# handler asked for has no effect, so the walk does not even call itself for it.
-LEAF_TYPES = frozenset(
-    cls for cls in vars(ast).values()
-    if isinstance(cls, type) and issubclass(cls, ast.AST) and getattr(cls, "_fields", None) is not None
-    and not _fields(cls)
-)
 
 
 class Walker:
@@ -117,7 +89,7 @@ class Walker:
             for handler in handlers:
                 handler(node)
         skip = self.skip
-        fields = _FIELDS.get(cls) or _fields(cls)
+        fields = CHILD_FIELDS.get(cls) or child_fields(cls)
         for name in fields:
             value = getattr(node, name, None)
             if value is None:

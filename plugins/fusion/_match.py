@@ -33,18 +33,18 @@ class FusionRule(Rule):
         self._fused_seen = False
 
     def _fused(self, name: str) -> bool:
-        return name in self.fused_ops or any(marker in name for marker in self.fused_markers)
+        return name in self.fused_ops or (bool(self.fused_markers) and any(m in name for m in self.fused_markers))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if self._fused(node.attr):
+        if not self._fused_seen and self._fused(node.attr):
             self._fused_seen = True
 
     def visit_Name(self, node: ast.Name) -> None:
-        if self._fused(node.id):
+        if not self._fused_seen and self._fused(node.id):
             self._fused_seen = True
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if any(self._fused(alias.name) for alias in node.names):
+        if not self._fused_seen and any(self._fused(alias.name) for alias in node.names):
             self._fused_seen = True
 
     def candidate(self, node: ast.AST, message: str) -> None:
