@@ -280,7 +280,8 @@ class Linter:
             else:
                 prune = False
             for node_type, name in _handlers(type(inst)):
-                table.setdefault(node_type, []).append(getattr(inst, name))
+                if name not in inst.idle_handlers:
+                    table.setdefault(node_type, []).append(getattr(inst, name))
         hit_lines = None
         if prune:
             present = scan.may_occur(triggers)

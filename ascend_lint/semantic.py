@@ -129,6 +129,10 @@ class FileContext:
         self.npu = self._npu_code()
         self.auto_migrated = self._migrated()
 
+    def occurs(self, text: str) -> bool:
+        """Does the file's text hold `text`? (The engine's pre-filter answers it, each text once.)"""
+        return self._occurs(text)
+
     def attach(self, project: ProjectView) -> None:
         """Answer from this project view from now on (before the walk)."""
         self.project = project
@@ -495,13 +499,9 @@ class FileContext:
     # ------------------------------------------------------------- dataflow
     def bind_target(self, target: ast.AST, value: Optional[ast.expr], stmt: Optional[ast.stmt]) -> None:
         """Record that `target` now holds `value` (None: unknown)."""
-        scope = self.scope
+        scope = self.scopes[-1]
         if isinstance(target, ast.Name):
-            if scope.kind != "class":
-                previous = scope.bindings.get(target.id)
-                scope.bindings[target.id] = Binding(value, None, stmt, previous) if value is not None else None
-            if scope.kind == "module" and target.id in self.aliases:
-                self.aliases[target.id] = None  # a module-level name shadows an import
+            self.bind_name(target.id, value, stmt)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for index, element in enumerate(target.elts):
                 if isinstance(element, ast.Name) and scope.kind != "class":
@@ -517,6 +517,14 @@ class FileContext:
             cls = self.class_scope
             if cls is not None:
                 cls.attributes.setdefault(target.attr, value)
+
+    def bind_name(self, name: str, value: Optional[ast.expr], stmt: Optional[ast.AST]) -> None:
+        """Record that the name `name` now holds `value` (None: unknown)."""
+        scope = self.scopes[-1]
+        if scope.kind != "class":
+            scope.bindings[name] = Binding(value, None, stmt, scope.bindings.get(name)) if value is not None else None
+        if scope.kind == "module" and name in self.aliases:
+            self.aliases[name] = None  # a module-level name shadows an import
 
     def binding(self, name: str) -> Optional[Binding]:
         """What `name` was last bound to in the enclosing function, if known."""
@@ -865,10 +873,15 @@ class FileContext:
 def project_relative(path: str, root: Optional[str]) -> str:
     """`path` relative to the project `root` when it lies below it, else `path` as given."""
     if root:
-        try:
-            rel = os.path.relpath(os.path.abspath(path), root)
-        except ValueError:
-            return path
+        absolute = os.path.abspath(path)
+        below = root if root.endswith(os.sep) else root + os.sep
+        if absolute.startswith(below):  # (what relpath gives, without its work)
+            rel = absolute[len(below):]
+        else:
+            try:
+                rel = os.path.relpath(absolute, root)
+            except ValueError:
+                return path
         if not rel.startswith(".."):
             return rel
     return path

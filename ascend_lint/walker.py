@@ -135,7 +135,7 @@ class Walker:
             args = node.args
             self.visit_parts(node, [node.decorator_list, args.defaults, args.kw_defaults, node.returns]
                              + [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs])
-        ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
+        ctx.bind_name(node.name, None, node)
         body = node.body
         if self.hit_lines is not None and not self.hit(self.body_start(body), node.end_lineno or node.lineno):
             self.record_only(body)  # no trigger in the whole body: nothing there for a handler
@@ -190,7 +190,7 @@ class Walker:
         ctx.stack.pop()
         ctx.scopes.pop()
         ctx.local_classes[node.name] = kind
-        ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
+        ctx.bind_name(node.name, None, node)
 
     def loop(self, node: ast.AST) -> None:
         ctx = self.ctx
@@ -236,7 +236,7 @@ class Walker:
         for handler in node.handlers:
             self.header(handler, [handler.type])
             if handler.name:
-                ctx.bind_target(ast.Name(id=handler.name, ctx=ast.Store()), None, handler)
+                ctx.bind_name(handler.name, None, handler)
             self.stmts(handler.body)
         self.stmts(node.orelse)
         self.stmts(node.finalbody)
