@@ -100,6 +100,7 @@ class FileContext:
         self.aliases: Dict[str, Optional[str]] = {}
         self.relative_aliases: Dict[str, str] = {}  # relative imports resolved with the module name
         self.imported_modules: Set[str] = set()
+        self._import_roots: Set[str] = set()  # their first names (`imports` asks about few of them)
         self.constants: Dict[str, ast.expr] = {}
         self.local_functions: Dict[str, ast.AST] = {}
         self.local_classes: Dict[str, Optional[str]] = {}  # name -> class kind
@@ -204,7 +205,7 @@ class FileContext:
     def record_import(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
-                self.imported_modules.add(alias.name)
+                self._add_module(alias.name)
                 if alias.asname:
                     self.aliases[alias.asname] = canonical(alias.name)
                 else:
@@ -213,19 +214,23 @@ class FileContext:
         elif isinstance(stmt, ast.ImportFrom):
             module = ("." * stmt.level) + (stmt.module or "")
             if not stmt.level:
-                self.imported_modules.add(module)
+                self._add_module(module)
             base = self._relative_base(stmt.level) if stmt.level else None
             for alias in stmt.names:
                 if alias.name == "*":
                     continue
                 full = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
                 if not stmt.level:
-                    self.imported_modules.add(full)
+                    self._add_module(full)
                 self.aliases[alias.asname or alias.name] = canonical(full) if not stmt.level else None
                 if base is not None:
                     source = ".".join(p for p in (base, stmt.module or "") if p)
                     self.relative_aliases[alias.asname or alias.name] = f"{source}.{alias.name}" if source \
                         else alias.name
+
+    def _add_module(self, module: str) -> None:
+        self.imported_modules.add(module)
+        self._import_roots.add(module.partition(".")[0])
 
     def _relative_base(self, level: int) -> Optional[str]:
         """The package a relative import of `level` dots starts from (needs the module name)."""
@@ -294,7 +299,8 @@ class FileContext:
         found = self._imports_memo.get(key)
         if found is None:
             dotted = prefix + "."
-            found = self._imports_memo[key] = any(m == prefix or m.startswith(dotted) for m in self.imported_modules)
+            found = self._imports_memo[key] = prefix.partition(".")[0] in self._import_roots and any(
+                m == prefix or m.startswith(dotted) for m in self.imported_modules)
         return found
 
     def import_status(self, module: str) -> str:

@@ -220,12 +220,20 @@ def _called(call: ast.Call) -> str:
 
 # Every name of the tree of an ASCII text is spelled whole in it: a text without a word that LOAD_NAME_RE takes
 # calls no load, and one whose last name of `path` occurs only once (in the save) passes it to no other call.
-_LOAD_WORD_RE = re.compile(r"(?<![A-Za-z0-9_])(?:load|restore|resume)[A-Za-z0-9_]*", re.IGNORECASE)
+_LOAD_WORD_RE = re.compile(r"(?:load|restore|resume)[a-z0-9_]*")  # (in the lower-cased text)
 
 
 def _may_load(text: str) -> bool:
     """Can a call of the tree of `text` be named like a checkpoint load?"""
-    return not text.isascii() or any(LOAD_NAME_RE.fullmatch(word) for word in _LOAD_WORD_RE.findall(text))
+    if not text.isascii():
+        return True
+    lower = text.lower()
+    for match in _LOAD_WORD_RE.finditer(lower):
+        start = match.start()
+        if (start == 0 or not (lower[start - 1].isalnum() or lower[start - 1] == "_")) \
+                and LOAD_NAME_RE.fullmatch(match.group()):  # (a word starting there)
+            return True
+    return False
 
 
 def _may_pass_again(text: str, path: str) -> bool:
