@@ -206,10 +206,11 @@ class Linter:
         if self.settings.ignore_noqa:
             findings = walk.findings
         else:
-            if (walk.findings or "noqa" in text) and lines is None:
+            unused_check = "noqa" in text and any(r.code == UNUSED_NOQA_CODE for r in rules)
+            if (walk.findings or unused_check) and lines is None:
                 lines = split_lines(text)
             findings = noqa.filter_findings(walk.findings, lines if line_noqa and walk.findings else [], text)
-            if "noqa" in text and any(r.code == UNUSED_NOQA_CODE for r in rules):
+            if unused_check:
                 ran = {r.code for r in walked} - walk.skipped
                 unused = noqa.unused_noqa(path, text, lines or [], walk.findings, ran, registered_codes())
                 findings += noqa.filter_findings(unused, lines if line_noqa else [], text)

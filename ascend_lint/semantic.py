@@ -976,22 +976,6 @@ def _contains(outer: ast.AST, inner: ast.AST) -> bool:
 
 _BODIES = ("body", "orelse", "finalbody")  # the fields of a statement that hold statements
 _STEP_BARRIERS = LOOP_TYPES + FUNC_TYPES + (ast.ClassDef, ast.Lambda)
-# Nodes that can hold no call, loop or function (names, constants, operators, contexts): not looked into.
-_INERT = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.alias)
-
-
-def _child_nodes(node: ast.AST) -> List[ast.AST]:
-    """ast.iter_child_nodes as a list, without the inert leaves (for the boolean step scans)."""
-    out: List[ast.AST] = []
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if value.__class__ is list:
-            out.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _INERT))
-        elif isinstance(value, ast.AST) and not isinstance(value, _INERT):
-            out.append(value)
-    return out
-
-
 SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
 # Fields that only ever hold strings, numbers or None (never a node): not looked into.
 _SCALAR_FIELDS = frozenset({
@@ -1041,6 +1025,20 @@ def find_nodes(root: ast.AST, types: Tuple[type, ...]) -> List[ast.AST]:
             elif value.__class__ not in leaves and isinstance(value, node_type):
                 push(value)
     return found
+
+
+def _child_nodes(node: ast.AST) -> List[ast.AST]:
+    """ast.iter_child_nodes as a list, without the leaves (names, constants, operators: they hold no call,
+    loop or function) and the fields that never hold a node (for the boolean step scans)."""
+    out: List[ast.AST] = []
+    cls = node.__class__
+    for name in CHILD_FIELDS.get(cls) or child_fields(cls):
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            out.extend(v for v in value if v.__class__ not in LEAF_TYPES and isinstance(v, ast.AST))
+        elif value.__class__ not in LEAF_TYPES and isinstance(value, ast.AST):
+            out.append(value)
+    return out
 
 
 def _called_local_names(root: ast.AST) -> Set[str]:
