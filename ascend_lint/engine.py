@@ -28,7 +28,7 @@ from .project.summary import summarize as summarize_tree
 from .project.view import ProjectView
 from .semantic import NULL_VIEW, FileContext, project_relative
 from .training_code import path_reason
-from .triggers import TriggerText, alias_words
+from .triggers import TriggerText, alias_words, renamed_imports, renames_trigger
 from .walker import Walker
 
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
@@ -231,11 +231,12 @@ class Linter:
         if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
             return _Walk([], skipped, None, (), _summary_without_tree(text, path, light) if summarize else None)
         aliases = scan.import_aliases()
+        renamed = renamed_imports(aliases)
 
         def applies(rule: Type[Rule]) -> bool:  # (only the triggers of rules still in play are tested)
             present = scan.may_occur(rule.triggers or ("",))  # (texts that are not words: maybe)
             return (not self.prune or any(present[t] for t in rule.triggers or ("",))
-                    or bool(aliases and alias_words(aliases, rule.triggers)))
+                    or bool(renamed) and renames_trigger(renamed, rule.triggers))
 
         notes: Tuple[str, ...] = ()
         if self.settings.target != "npu" and not any(scan.occurs(h) for h in NPU_HINTS) and (

@@ -241,6 +241,16 @@ def alias_words(aliases: Sequence[Tuple[str, str]], triggers: Iterable[str]) -> 
     return found
 
 
+def renamed_imports(aliases: Sequence[Tuple[str, str]]) -> str:
+    """The imported names that an alias names otherwise, between spaces (for `renames_trigger`)."""
+    return " ".join(name for name, local in aliases if local != name.rsplit(".", 1)[-1])
+
+
+def renames_trigger(renamed: str, triggers: Iterable[str]) -> bool:
+    """Would `alias_words` find a local name for one of `triggers`? (`renamed`: from `renamed_imports`)"""
+    return any(piece in renamed for piece in _pieces(tuple(triggers)))
+
+
 _PLAN: Dict[str, Optional[str]] = {}  # trigger -> its `_plan` piece
 
 

@@ -12,7 +12,7 @@ import pytest
 from ascend_lint.config import Settings
 from ascend_lint.engine import Linter
 from ascend_lint.fileio import SourceError
-from ascend_lint.triggers import TriggerText, alias_words, is_word
+from ascend_lint.triggers import TriggerText, alias_words, is_word, renamed_imports, renames_trigger
 from conftest import REGISTRY
 
 RULES = REGISTRY.sorted_rules()
@@ -121,6 +121,15 @@ def test_import_aliases_and_alias_words():
     assert [("c", "d"), ("e", "f"), ("x.y", "z"), ("r", "s")] == aliases
     assert alias_words(aliases, (".DataLoader(",)) == []  # an attribute text: no import aliases it
     assert alias_words([("torch.nn", "nn")], ("nn",)) == []  # spelled as imported: nothing to add
+
+
+@pytest.mark.parametrize("aliases", [
+    [], [("torch.nn", "nn")], [("torch.optim.AdamW", "AW"), ("numpy", "np")], [("a.Adam", "Adam"), ("b.c", "Adam")],
+    [("DataLoader", "DL"), ("x.y", "z")],
+])
+@pytest.mark.parametrize("triggers", [("Adam",), (".DataLoader(",), ("DataLoader", "zz"), ("nn",), ("y",), ()])
+def test_renames_trigger_is_alias_words_found(aliases, triggers):
+    assert renames_trigger(renamed_imports(aliases), triggers) is bool(alias_words(aliases, triggers))
 
 
 @pytest.mark.parametrize("text, lines", [
