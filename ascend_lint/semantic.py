@@ -699,8 +699,8 @@ class FileContext:
                     if reason is not None:
                         self._role_spans.append((item.lineno, item.end_lineno or item.lineno, reason))
                         continue
-                for name in _BODIES:  # (its child statements, as ast.iter_child_nodes orders them)
-                    todo.extend(getattr(item, name, None) or ())
+                for name in _BODY_FIELDS.get(item.__class__, ()):  # (its child statements, in ast's order)
+                    todo.extend(getattr(item, name))
         line = getattr(node, "lineno", 0)
         for first, last, reason in self._role_spans:
             if first <= line <= last:
@@ -974,7 +974,10 @@ def _contains(outer: ast.AST, inner: ast.AST) -> bool:
     )
 
 
-_BODIES = ("body", "orelse", "finalbody")  # the fields of a statement that hold statements
+_STATEMENT_LISTS = ("body", "orelse", "finalbody")
+# statement type -> its fields that hold statements (for the types that have any)
+_BODY_FIELDS = {cls: tuple(f for f in _STATEMENT_LISTS if f in cls._fields) for cls in vars(ast).values()
+                if isinstance(cls, type) and issubclass(cls, ast.stmt) and set(_STATEMENT_LISTS) & set(cls._fields)}
 _STEP_BARRIERS = LOOP_TYPES + FUNC_TYPES + (ast.ClassDef, ast.Lambda)
 SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
 # Fields that only ever hold strings, numbers or None (never a node): not looked into.
@@ -1044,11 +1047,10 @@ def _child_nodes(node: ast.AST) -> List[ast.AST]:
 def _called_local_names(root: ast.AST) -> Set[str]:
     """`f(...)` / `self.f(...)` names called anywhere under `root`."""
     names: Set[str] = set()
-    for node in ast.walk(root):
-        if isinstance(node, ast.Call):
-            name = _local_callee(node)
-            if name:
-                names.add(name)
+    for node in find_nodes(root, (ast.Call,)):
+        name = _local_callee(node)
+        if name:
+            names.add(name)
     return names
 
 
