@@ -104,6 +104,17 @@ def test_presence_matches_plain_in(seed):
     assert all(maybe[t] == (t in text) for t in TRIGGERS if is_word(t))  # words: exact
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_lines_match_a_line_by_line_look(seed):
+    rng = random.Random(seed)
+    pieces = ["torch", "AW", "xAW", "AW_", "é", "loss_scale", "scale", " ", "\n", "\r\n", "\r", "(", ".", "#"]
+    text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 200)))
+    texts, words = rng.sample(["torch", "scale", "loss_scal", "é", "(", "x"], 3), ["AW"]
+    expect = [number for number, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1)
+              if any(t in line for t in texts) or re.search(r"(?<!\w)AW(?!\w)", line)]
+    assert TriggerText(text).lines(texts, words) == expect
+
+
 def test_lines_and_whole_words():
     text = "a = AW(1)\nbAW = 2\nAW_x = 3\n# AW\r\nz = x @ y\ny = 'q'\n"
     scan = TriggerText(text)
