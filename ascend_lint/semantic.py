@@ -229,6 +229,7 @@ class FileContext:
                         else alias.name
 
     def _add_module(self, module: str) -> None:
+        """Note `module` (a module, or `module.name` imported from it) as imported."""
         self.imported_modules.add(module)
         self._import_roots.add(module.partition(".")[0])
 
@@ -993,6 +994,7 @@ CHILD_FIELDS: Dict[type, tuple] = {}  # node type -> the fields that may hold a 
 
 
 def child_fields(cls: type) -> tuple:
+    """The fields of a node type that may hold a node (computed once per type)."""
     fields = CHILD_FIELDS.get(cls)
     if fields is None:
         fields = CHILD_FIELDS[cls] = tuple(f for f in cls._fields

@@ -150,6 +150,7 @@ class TriggerText:
 
 
 def _add_line_starts(text: str, needle: str, starts: Set[int], whole_word: bool) -> None:
+    """Add the start offsets of the lines of `text` holding `needle` (as a whole identifier: `whole_word`)."""
     find = text.find
     size = len(needle)
     pos = find(needle)
