@@ -28,7 +28,7 @@ from .project.summary import summarize as summarize_tree
 from .project.view import ProjectView
 from .semantic import NULL_VIEW, FileContext, project_relative
 from .training_code import path_reason
-from .triggers import TriggerText, alias_words
+from .triggers import TriggerText, alias_words, renamed_imports, renames_trigger
 from .walker import Walker
 
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
@@ -206,10 +206,11 @@ class Linter:
         if self.settings.ignore_noqa:
             findings = walk.findings
         else:
-            if (walk.findings or "noqa" in text) and lines is None:
+            unused_check = "noqa" in text and any(r.code == UNUSED_NOQA_CODE for r in rules)
+            if (walk.findings or unused_check) and lines is None:
                 lines = split_lines(text)
             findings = noqa.filter_findings(walk.findings, lines if line_noqa and walk.findings else [], text)
-            if "noqa" in text and any(r.code == UNUSED_NOQA_CODE for r in rules):
+            if unused_check:
                 ran = {r.code for r in walked} - walk.skipped
                 unused = noqa.unused_noqa(path, text, lines or [], walk.findings, ran, registered_codes())
                 findings += noqa.filter_findings(unused, lines if line_noqa else [], text)
@@ -230,11 +231,12 @@ class Linter:
         if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
             return _Walk([], skipped, None, (), _summary_without_tree(text, path, light) if summarize else None)
         aliases = scan.import_aliases()
+        renamed = renamed_imports(aliases)
 
         def applies(rule: Type[Rule]) -> bool:  # (only the triggers of rules still in play are tested)
             present = scan.may_occur(rule.triggers or ("",))  # (texts that are not words: maybe)
             return (not self.prune or any(present[t] for t in rule.triggers or ("",))
-                    or bool(aliases and alias_words(aliases, rule.triggers)))
+                    or bool(renamed) and renames_trigger(renamed, rule.triggers))
 
         notes: Tuple[str, ...] = ()
         if self.settings.target != "npu" and not any(scan.occurs(h) for h in NPU_HINTS) and (
@@ -280,7 +282,8 @@ class Linter:
             else:
                 prune = False
             for node_type, name in _handlers(type(inst)):
-                table.setdefault(node_type, []).append(getattr(inst, name))
+                if name not in inst.idle_handlers:
+                    table.setdefault(node_type, []).append(getattr(inst, name))
         hit_lines = None
         if prune:
             present = scan.may_occur(triggers)

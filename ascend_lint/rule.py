@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from .semantic import FileContext
@@ -141,6 +141,9 @@ class Rule:
     docs: ClassVar[Docs] = Docs(what="", why="")
     flagged: ClassVar[Tuple[str, ...]] = ()  # inline examples that must report `code`
     clean: ClassVar[Tuple[str, ...]] = ()  # inline examples that must not
+    # Handlers (`visit_<Node>` names) an instance has no use for in its file, set in its __init__: the walk
+    # does not call them, nor visit the node types that no handler is left for.
+    idle_handlers: FrozenSet[str] = frozenset()
 
     def __init__(self, ctx: "FileContext", options: Optional[Dict[str, Any]] = None) -> None:
         self.ctx = ctx

@@ -100,6 +100,7 @@ class FileContext:
         self.aliases: Dict[str, Optional[str]] = {}
         self.relative_aliases: Dict[str, str] = {}  # relative imports resolved with the module name
         self.imported_modules: Set[str] = set()
+        self._import_roots: Set[str] = set()  # their first names (`imports` asks about few of them)
         self.constants: Dict[str, ast.expr] = {}
         self.local_functions: Dict[str, ast.AST] = {}
         self.local_classes: Dict[str, Optional[str]] = {}  # name -> class kind
@@ -119,6 +120,7 @@ class FileContext:
         self._role_spans: Optional[List[Tuple[int, int, str]]] = None
         self._local_calls: Optional[Set[str]] = None
         self._optional: Optional[Dict[str, Tuple[str, ...]]] = None
+        self._calls: Optional[List[ast.AST]] = None
         self.project = project
         self.module: Optional[str] = project.module
         self.migrating_modules = MIGRATING_MODULES + tuple(migrating_modules)
@@ -127,6 +129,10 @@ class FileContext:
         self._own_npu = target == "npu" or npu_context(self.imported_modules, text, self._occurs)
         self.npu = self._npu_code()
         self.auto_migrated = self._migrated()
+
+    def occurs(self, text: str) -> bool:
+        """Does the file's text hold `text`? (The engine's pre-filter answers it, each text once.)"""
+        return self._occurs(text)
 
     def attach(self, project: ProjectView) -> None:
         """Answer from this project view from now on (before the walk)."""
@@ -199,7 +205,7 @@ class FileContext:
     def record_import(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
-                self.imported_modules.add(alias.name)
+                self._add_module(alias.name)
                 if alias.asname:
                     self.aliases[alias.asname] = canonical(alias.name)
                 else:
@@ -208,19 +214,24 @@ class FileContext:
         elif isinstance(stmt, ast.ImportFrom):
             module = ("." * stmt.level) + (stmt.module or "")
             if not stmt.level:
-                self.imported_modules.add(module)
+                self._add_module(module)
             base = self._relative_base(stmt.level) if stmt.level else None
             for alias in stmt.names:
                 if alias.name == "*":
                     continue
                 full = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
                 if not stmt.level:
-                    self.imported_modules.add(full)
+                    self._add_module(full)
                 self.aliases[alias.asname or alias.name] = canonical(full) if not stmt.level else None
                 if base is not None:
                     source = ".".join(p for p in (base, stmt.module or "") if p)
                     self.relative_aliases[alias.asname or alias.name] = f"{source}.{alias.name}" if source \
                         else alias.name
+
+    def _add_module(self, module: str) -> None:
+        """Note `module` (a module, or `module.name` imported from it) as imported."""
+        self.imported_modules.add(module)
+        self._import_roots.add(module.partition(".")[0])
 
     def _relative_base(self, level: int) -> Optional[str]:
         """The package a relative import of `level` dots starts from (needs the module name)."""
@@ -289,7 +300,8 @@ class FileContext:
         found = self._imports_memo.get(key)
         if found is None:
             dotted = prefix + "."
-            found = self._imports_memo[key] = any(m == prefix or m.startswith(dotted) for m in self.imported_modules)
+            found = self._imports_memo[key] = prefix.partition(".")[0] in self._import_roots and any(
+                m == prefix or m.startswith(dotted) for m in self.imported_modules)
         return found
 
     def import_status(self, module: str) -> str:
@@ -494,13 +506,9 @@ class FileContext:
     # ------------------------------------------------------------- dataflow
     def bind_target(self, target: ast.AST, value: Optional[ast.expr], stmt: Optional[ast.stmt]) -> None:
         """Record that `target` now holds `value` (None: unknown)."""
-        scope = self.scope
+        scope = self.scopes[-1]
         if isinstance(target, ast.Name):
-            if scope.kind != "class":
-                previous = scope.bindings.get(target.id)
-                scope.bindings[target.id] = Binding(value, None, stmt, previous) if value is not None else None
-            if scope.kind == "module" and target.id in self.aliases:
-                self.aliases[target.id] = None  # a module-level name shadows an import
+            self.bind_name(target.id, value, stmt)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for index, element in enumerate(target.elts):
                 if isinstance(element, ast.Name) and scope.kind != "class":
@@ -516,6 +524,14 @@ class FileContext:
             cls = self.class_scope
             if cls is not None:
                 cls.attributes.setdefault(target.attr, value)
+
+    def bind_name(self, name: str, value: Optional[ast.expr], stmt: Optional[ast.AST]) -> None:
+        """Record that the name `name` now holds `value` (None: unknown)."""
+        scope = self.scopes[-1]
+        if scope.kind != "class":
+            scope.bindings[name] = Binding(value, None, stmt, scope.bindings.get(name)) if value is not None else None
+        if scope.kind == "module" and name in self.aliases:
+            self.aliases[name] = None  # a module-level name shadows an import
 
     def binding(self, name: str) -> Optional[Binding]:
         """What `name` was last bound to in the enclosing function, if known."""
@@ -617,6 +633,13 @@ class FileContext:
                         self._optional[name] = self._optional.get(name, ()) + modules
         return self._optional
 
+    def calls(self) -> List[ast.AST]:
+        """Every call of the file, in no set order (for a rule that decides a fix from the whole file;
+        computed once, only when asked)."""
+        if self._calls is None:
+            self._calls = find_nodes(self.tree, (ast.Call,))
+        return self._calls
+
     # ------------------------------------------------------ not training code
     def non_training_reason(self, node: Optional[ast.AST] = None) -> Optional[str]:
         """Why the code at `node` (default: where the walk is) is not training code -- 'test code', 'a
@@ -677,7 +700,8 @@ class FileContext:
                     if reason is not None:
                         self._role_spans.append((item.lineno, item.end_lineno or item.lineno, reason))
                         continue
-                todo.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
+                for name in _BODY_FIELDS.get(item.__class__, ()):  # (its child statements, in ast's order)
+                    todo.extend(getattr(item, name))
         line = getattr(node, "lineno", 0)
         for first, last, reason in self._role_spans:
             if first <= line <= last:
@@ -856,10 +880,15 @@ class FileContext:
 def project_relative(path: str, root: Optional[str]) -> str:
     """`path` relative to the project `root` when it lies below it, else `path` as given."""
     if root:
-        try:
-            rel = os.path.relpath(os.path.abspath(path), root)
-        except ValueError:
-            return path
+        absolute = os.path.abspath(path)
+        below = root if root.endswith(os.sep) else root + os.sep
+        if absolute.startswith(below):  # (what relpath gives, without its work)
+            rel = absolute[len(below):]
+        else:
+            try:
+                rel = os.path.relpath(absolute, root)
+            except ValueError:
+                return path
         if not rel.startswith(".."):
             return rel
     return path
@@ -946,19 +975,73 @@ def _contains(outer: ast.AST, inner: ast.AST) -> bool:
     )
 
 
+_STATEMENT_LISTS = ("body", "orelse", "finalbody")
+# statement type -> its fields that hold statements (for the types that have any)
+_BODY_FIELDS = {cls: tuple(f for f in _STATEMENT_LISTS if f in cls._fields) for cls in vars(ast).values()
+                if isinstance(cls, type) and issubclass(cls, ast.stmt) and set(_STATEMENT_LISTS) & set(cls._fields)}
 _STEP_BARRIERS = LOOP_TYPES + FUNC_TYPES + (ast.ClassDef, ast.Lambda)
-# Nodes that can hold no call, loop or function (names, constants, operators, contexts): not looked into.
-_INERT = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.alias)
+SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
+# Fields that only ever hold strings, numbers or None (never a node): not looked into.
+_SCALAR_FIELDS = frozenset({
+    ("Name", "id"), ("Constant", "value"), ("Attribute", "attr"), ("keyword", "arg"), ("arg", "arg"),
+    ("alias", "name"), ("alias", "asname"), ("ImportFrom", "module"), ("ImportFrom", "level"),
+    ("Global", "names"), ("Nonlocal", "names"), ("FormattedValue", "conversion"), ("comprehension", "is_async"),
+    ("FunctionDef", "name"), ("AsyncFunctionDef", "name"), ("ClassDef", "name"), ("ExceptHandler", "name"),
+    ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest"), ("MatchClass", "kwd_attrs"),
+    ("TypeIgnore", "lineno"), ("TypeIgnore", "tag"),
+})
+CHILD_FIELDS: Dict[type, tuple] = {}  # node type -> the fields that may hold a node (child_fields)
+
+
+def child_fields(cls: type) -> tuple:
+    """The fields of a node type that may hold a node (computed once per type)."""
+    fields = CHILD_FIELDS.get(cls)
+    if fields is None:
+        fields = CHILD_FIELDS[cls] = tuple(f for f in cls._fields
+                                           if f not in SKIP_FIELDS and (cls.__name__, f) not in _SCALAR_FIELDS)
+    return fields
+
+
+# Node types that can have no child node (Name, Constant, operators, ...): nothing to look into.
+LEAF_TYPES = frozenset(
+    cls for cls in vars(ast).values()
+    if isinstance(cls, type) and issubclass(cls, ast.AST) and getattr(cls, "_fields", None) is not None
+    and not child_fields(cls)
+)
+
+
+def find_nodes(root: ast.AST, types: Tuple[type, ...]) -> List[ast.AST]:
+    """The nodes of exactly these `types` under `root` (itself included), in no set order: ast.walk without
+    looking into leaves and the fields that never hold a node (~3x faster on whole modules)."""
+    found: List[ast.AST] = []
+    todo = [root]
+    pop, push, leaves, node_type = todo.pop, todo.append, LEAF_TYPES, ast.AST
+    while todo:
+        node = pop()
+        cls = node.__class__
+        if cls in types:
+            found.append(node)
+        for name in CHILD_FIELDS.get(cls) or child_fields(cls):
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if item.__class__ not in leaves and isinstance(item, node_type):
+                        push(item)
+            elif value.__class__ not in leaves and isinstance(value, node_type):
+                push(value)
+    return found
 
 
 def _child_nodes(node: ast.AST) -> List[ast.AST]:
-    """ast.iter_child_nodes as a list, without the inert leaves (for the boolean step scans)."""
+    """ast.iter_child_nodes as a list, without the leaves (names, constants, operators: they hold no call,
+    loop or function) and the fields that never hold a node (for the boolean step scans)."""
     out: List[ast.AST] = []
-    for name in node._fields:
+    cls = node.__class__
+    for name in CHILD_FIELDS.get(cls) or child_fields(cls):
         value = getattr(node, name, None)
         if value.__class__ is list:
-            out.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _INERT))
-        elif isinstance(value, ast.AST) and not isinstance(value, _INERT):
+            out.extend(v for v in value if v.__class__ not in LEAF_TYPES and isinstance(v, ast.AST))
+        elif value.__class__ not in LEAF_TYPES and isinstance(value, ast.AST):
             out.append(value)
     return out
 
@@ -966,11 +1049,10 @@ def _child_nodes(node: ast.AST) -> List[ast.AST]:
 def _called_local_names(root: ast.AST) -> Set[str]:
     """`f(...)` / `self.f(...)` names called anywhere under `root`."""
     names: Set[str] = set()
-    for node in ast.walk(root):
-        if isinstance(node, ast.Call):
-            name = _local_callee(node)
-            if name:
-                names.add(name)
+    for node in find_nodes(root, (ast.Call,)):
+        name = _local_callee(node)
+        if name:
+            names.add(name)
     return names
 
 

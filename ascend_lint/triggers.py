@@ -133,35 +133,36 @@ class TriggerText:
         if "\r" in text:  # CRLF and lone CR end lines too: count them as "\n" (line numbers are kept)
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         hits: Set[int] = set()
+        starts: Set[int] = set()  # where the lines holding a text start
         for trigger in triggers:
             if trigger in OPERATORS:
                 hits.update(self.operator_lines(trigger))
             else:
-                _add_lines(text, trigger, hits, False)
+                _add_line_starts(text, trigger, starts, False)
         for word in words:
-            _add_lines(text, word, hits, True)
+            _add_line_starts(text, word, starts, True)
+        line, counted, count = 1, 0, text.count  # (the text's newlines counted once, whatever the texts)
+        for start in sorted(starts):
+            line += count("\n", counted, start)
+            counted = start
+            hits.add(line)
         return sorted(hits)
 
 
-def _add_lines(text: str, needle: str, hits: Set[int], whole_word: bool) -> None:
+def _add_line_starts(text: str, needle: str, starts: Set[int], whole_word: bool) -> None:
+    """Add the start offsets of the lines of `text` holding `needle` (as a whole identifier: `whole_word`)."""
     find = text.find
-    count = text.count
-    add = hits.add
     size = len(needle)
     pos = find(needle)
-    line, counted = 1, 0  # `line` is the number of the line holding text[counted]
     while pos != -1:
         if whole_word and (_word_char(text, pos - 1) or _word_char(text, pos + size)):
             pos = find(needle, pos + 1)
             continue
-        line += count("\n", counted, pos)
-        add(line)
+        starts.add(text.rfind("\n", 0, pos) + 1)
         end = find("\n", pos)  # one hit per line is enough: go on after this line
         if end == -1:
             break
-        line += 1
-        counted = end + 1
-        pos = find(needle, counted)
+        pos = find(needle, end + 1)
 
 
 def _matmul_lines(text: str) -> List[int]:
@@ -239,6 +240,16 @@ def alias_words(aliases: Sequence[Tuple[str, str]], triggers: Iterable[str]) -> 
         if local not in found and local != name.rsplit(".", 1)[-1] and any(p in name for p in pieces):
             found.append(local)
     return found
+
+
+def renamed_imports(aliases: Sequence[Tuple[str, str]]) -> str:
+    """The imported names that an alias names otherwise, between spaces (for `renames_trigger`)."""
+    return " ".join(name for name, local in aliases if local != name.rsplit(".", 1)[-1])
+
+
+def renames_trigger(renamed: str, triggers: Iterable[str]) -> bool:
+    """Would `alias_words` find a local name for one of `triggers`? (`renamed`: from `renamed_imports`)"""
+    return any(piece in renamed for piece in _pieces(tuple(triggers)))
 
 
 _PLAN: Dict[str, Optional[str]] = {}  # trigger -> its `_plan` piece

@@ -10,39 +10,11 @@ import ast
 from itertools import accumulate
 from typing import Callable, Dict, List, Optional, Sequence, Type
 
-from .semantic import FileContext, Scope
+from .semantic import CHILD_FIELDS, LEAF_TYPES, FileContext, Scope, child_fields
 
 AST = ast.AST
 
 Handler = Callable[[ast.AST], None]
-SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
-# Fields that only ever hold strings, numbers or None (never a node): not looked into.
-_SCALAR_FIELDS = frozenset({
-    ("Name", "id"), ("Constant", "value"), ("Attribute", "attr"), ("keyword", "arg"), ("arg", "arg"),
-    ("alias", "name"), ("alias", "asname"), ("ImportFrom", "module"), ("ImportFrom", "level"),
-    ("Global", "names"), ("Nonlocal", "names"), ("FormattedValue", "conversion"), ("comprehension", "is_async"),
-    ("FunctionDef", "name"), ("AsyncFunctionDef", "name"), ("ClassDef", "name"), ("ExceptHandler", "name"),
-    ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest"), ("MatchClass", "kwd_attrs"),
-    ("TypeIgnore", "lineno"), ("TypeIgnore", "tag"),
-})
-_FIELDS: Dict[type, tuple] = {}
-
-
-def _fields(cls: type) -> tuple:
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = _FIELDS[cls] = tuple(f for f in cls._fields
-                                      if f not in SKIP_FIELDS and (cls.__name__, f) not in _SCALAR_FIELDS)
-    return fields
-
-
-# Node types that can have no child node (Name, Constant, operators, ...): visiting one that no
-# handler asked for has no effect, so the walk does not even call itself for it.
-LEAF_TYPES = frozenset(
-    cls for cls in vars(ast).values()
-    if isinstance(cls, type) and issubclass(cls, ast.AST) and getattr(cls, "_fields", None) is not None
-    and not _fields(cls)
-)
 
 
 class Walker:
@@ -117,7 +89,7 @@ class Walker:
             for handler in handlers:
                 handler(node)
         skip = self.skip
-        fields = _FIELDS.get(cls) or _fields(cls)
+        fields = CHILD_FIELDS.get(cls) or child_fields(cls)
         for name in fields:
             value = getattr(node, name, None)
             if value is None:
@@ -163,7 +135,7 @@ class Walker:
             args = node.args
             self.visit_parts(node, [node.decorator_list, args.defaults, args.kw_defaults, node.returns]
                              + [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs])
-        ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
+        ctx.bind_name(node.name, None, node)
         body = node.body
         if self.hit_lines is not None and not self.hit(self.body_start(body), node.end_lineno or node.lineno):
             self.record_only(body)  # no trigger in the whole body: nothing there for a handler
@@ -218,7 +190,7 @@ class Walker:
         ctx.stack.pop()
         ctx.scopes.pop()
         ctx.local_classes[node.name] = kind
-        ctx.bind_target(ast.Name(id=node.name, ctx=ast.Store()), None, node)
+        ctx.bind_name(node.name, None, node)
 
     def loop(self, node: ast.AST) -> None:
         ctx = self.ctx
@@ -264,7 +236,7 @@ class Walker:
         for handler in node.handlers:
             self.header(handler, [handler.type])
             if handler.name:
-                ctx.bind_target(ast.Name(id=handler.name, ctx=ast.Store()), None, handler)
+                ctx.bind_name(handler.name, None, handler)
             self.stmts(handler.body)
         self.stmts(node.orelse)
         self.stmts(node.finalbody)

@@ -317,6 +317,25 @@ def test_asc501_fix_replaces_a_positional_false_in_place():
     assert (edit.span.line, edit.span.col, edit.span.end_col) == (4, 44, 49)
 
 
+def test_asc501_no_fix_where_the_file_reads_the_checkpoint_back():
+    save = "import mindspore as ms\nfor e in range(3):\n    train_step(x)\n    ms.save_checkpoint(net, {})\n"
+    cases = [  # (path saved to, the rest of the file, fix offered)
+        ("best", "net2 = ms.load_checkpoint('a.ckpt')\n", False),  # a load, any spelling of it
+        ("best", "state = restore_ckpt(best)\n", False),
+        ("best", "x = ｌｏａｄ_checkpoint('a.ckpt')\n", False),  # (the tree says `load_checkpoint`: NFKC)
+        ("best", "# load_checkpoint('a.ckpt')\nloader = load_data('a')\n", True),  # a comment, other loads
+        ("best", "shutil.copy(best, 'b.ckpt')\n", False),  # the saved path passed on
+        ("self.best", "shutil.copy(self.best, 'b.ckpt')\n", False),
+        ("self.best", "shutil.copy(best, 'b.ckpt')\n", True),  # another name
+        ("best", "best = 'a.ckpt'\nprint('best')\n", True),  # named again, passed to no other call
+        ("best", "é = 1\nbest = 'a.ckpt'\n", True),  # (a text that is not ASCII)
+        ("best", "é = 1\nos.remove(best)\n", False),
+    ]
+    for path, rest, fixed in cases:
+        (f,) = lint(save.format(path) + rest, select=["ASC501"])
+        assert (f.fix is not None) is fixed, (path, rest)
+
+
 def test_asc501_torch_save_has_no_fix():
     src = TORCH_NPU_CLASSIFIER
     (f,) = lint(src, select=["ASC501"])

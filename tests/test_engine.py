@@ -232,3 +232,33 @@ def test_segment_matches_get_source_segment(src):
     ctx = FileContext("s.py", src, tree)
     for node in ast.walk(tree):
         assert ctx.segment(node) == ast.get_source_segment(src, node), ast.dump(node)
+
+
+class _Names(Rule):
+    """A test-only rule with handlers it can leave idle: none when the text says `idle`."""
+
+    code = "TST002"
+    name = "names"
+    message = "{what}"
+    file_triggers = ()
+    triggers = ("x",)
+    docs = Docs(what="test", why="test")
+    seen: list = []
+
+    def __init__(self, ctx, options=None):
+        super().__init__(ctx, options)
+        if "idle" in ctx.text:
+            self.idle_handlers = frozenset({"visit_Name"})
+
+    def visit_Name(self, node):
+        _Names.seen.append(node.id)
+
+    def visit_Call(self, node):
+        _Names.seen.append("call")
+
+
+def test_idle_handlers_are_not_called():
+    for src, seen in (("x = f(y)\n", ["x", "call", "f", "y"]), ("x = f(y)  # idle\n", ["call"])):
+        _Names.seen = []
+        Linter([_Names], Settings()).check(src, "p.py")
+        assert _Names.seen == seen

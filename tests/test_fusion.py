@@ -202,6 +202,7 @@ def test_explicit_fallback_of_the_fused_path_is_silent():
     ("ASC703", "out = torch_npu.npu_swiglu(x, dim=-1)"),
     ("ASC704", "out = F.scaled_dot_product_attention(q, k, v)"),
     ("ASC705", "out = torch_npu.npu_geglu(x)[0]"),
+    ("ASC703", "out = torch_npu.npu_ｓｗｉｇｌｕ(x, dim=-1)  # silu"),  # (the tree spells it `npu_swiglu`: NFKC)
 ])
 def test_a_file_that_calls_the_fused_op_is_silent(code, fused_line):
     lines = textwrap.dedent(DECODER).splitlines()

@@ -12,7 +12,7 @@ import pytest
 from ascend_lint.config import Settings
 from ascend_lint.engine import Linter
 from ascend_lint.fileio import SourceError
-from ascend_lint.triggers import TriggerText, alias_words, is_word
+from ascend_lint.triggers import TriggerText, alias_words, is_word, renamed_imports, renames_trigger
 from conftest import REGISTRY
 
 RULES = REGISTRY.sorted_rules()
@@ -104,6 +104,17 @@ def test_presence_matches_plain_in(seed):
     assert all(maybe[t] == (t in text) for t in TRIGGERS if is_word(t))  # words: exact
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_lines_match_a_line_by_line_look(seed):
+    rng = random.Random(seed)
+    pieces = ["torch", "AW", "xAW", "AW_", "é", "loss_scale", "scale", " ", "\n", "\r\n", "\r", "(", ".", "#"]
+    text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 200)))
+    texts, words = rng.sample(["torch", "scale", "loss_scal", "é", "(", "x"], 3), ["AW"]
+    expect = [number for number, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1)
+              if any(t in line for t in texts) or re.search(r"(?<!\w)AW(?!\w)", line)]
+    assert TriggerText(text).lines(texts, words) == expect
+
+
 def test_lines_and_whole_words():
     text = "a = AW(1)\nbAW = 2\nAW_x = 3\n# AW\r\nz = x @ y\ny = 'q'\n"
     scan = TriggerText(text)
@@ -121,6 +132,15 @@ def test_import_aliases_and_alias_words():
     assert [("c", "d"), ("e", "f"), ("x.y", "z"), ("r", "s")] == aliases
     assert alias_words(aliases, (".DataLoader(",)) == []  # an attribute text: no import aliases it
     assert alias_words([("torch.nn", "nn")], ("nn",)) == []  # spelled as imported: nothing to add
+
+
+@pytest.mark.parametrize("aliases", [
+    [], [("torch.nn", "nn")], [("torch.optim.AdamW", "AW"), ("numpy", "np")], [("a.Adam", "Adam"), ("b.c", "Adam")],
+    [("DataLoader", "DL"), ("x.y", "z")],
+])
+@pytest.mark.parametrize("triggers", [("Adam",), (".DataLoader(",), ("DataLoader", "zz"), ("nn",), ("y",), ()])
+def test_renames_trigger_is_alias_words_found(aliases, triggers):
+    assert renames_trigger(renamed_imports(aliases), triggers) is bool(alias_words(aliases, triggers))
 
 
 @pytest.mark.parametrize("text, lines", [

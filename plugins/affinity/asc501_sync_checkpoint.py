@@ -123,8 +123,8 @@ class SyncCheckpointSave(Rule):
     def __init__(self, ctx, options=None) -> None:
         super().__init__(ctx, options)
         self._pending: List[Tuple[ast.Call, Optional[ast.expr], str, str]] = []
-        self._loads = False  # the file reads a checkpoint back somewhere (decides the fix)
-        self._names_passed: Counter = Counter()  # names / dotted names passed to calls (path reuse)
+        self._loads: Optional[bool] = None  # the file reads a checkpoint back somewhere (decides the fix)
+        self._names_passed: Optional[Counter] = None  # names / dotted names passed to calls (path reuse)
 
     def visit_Call(self, node: ast.Call) -> None:
         qual = self.ctx.call_name(node)
@@ -176,31 +176,25 @@ class SyncCheckpointSave(Rule):
         self._pending.append((call, value, op, problem))  # reported at the end: the fix needs the whole file
 
     def end_file(self) -> None:
-        if self._pending:  # one look at the whole file, only where a fix is to be decided
-            for node in ast.walk(self.ctx.tree):
-                if isinstance(node, ast.Call):
-                    self._note_reads(node)
         for call, value, op, problem in self._pending:
             self.report(call, op=op, problem=problem, remedy="pass `async_save=True`", fix=self._fix(call, value))
 
     # ------------------------------------------------------------------ fix
-    def _note_reads(self, node: ast.Call) -> None:
-        """What the fix must know about the whole file: checkpoint loads, and which names calls receive."""
-        func = node.func
-        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if LOAD_NAME_RE.fullmatch(called):
-            self._loads = True
-        for arg in list(node.args) + [kw.value for kw in node.keywords]:
-            name = _dotted(arg)
-            if name:
-                self._names_passed[name] += 1
-
     def _reads_back(self, call: ast.Call) -> bool:
         """Does the file load a checkpoint, or pass the path this call saves to to another call?"""
+        if self._loads is None:  # (whole-file facts: looked at once, only where a fix is to be decided)
+            self._loads = _may_load(self.ctx.text) and any(
+                LOAD_NAME_RE.fullmatch(_called(c)) for c in self.ctx.calls())
         if self._loads:
             return True
         name = _dotted(argument(call, "ckpt_file_name", 1))
-        return bool(name) and self._names_passed[name] > 1
+        if not name or not _may_pass_again(self.ctx.text, name):
+            return False
+        if self._names_passed is None:
+            self._names_passed = Counter(
+                passed for c in self.ctx.calls() for arg in c.args + [kw.value for kw in c.keywords]
+                for passed in (_dotted(arg),) if passed)
+        return self._names_passed[name] > 1
 
     def _fix(self, call: ast.Call, value: Optional[ast.expr]) -> Optional[Fix]:
         if self._reads_back(call):
@@ -216,6 +210,38 @@ def _callback_base(qual: Optional[str]) -> bool:
     """`mindspore.train.Callback`, `mindspore.train.callback.ModelCheckpoint`, ... (any spelling)."""
     return bool(qual) and qual.startswith("mindspore.") and qual.rsplit(".", 1)[-1].endswith(
         ("Callback", "ModelCheckpoint", "CallBack"))
+
+
+def _called(call: ast.Call) -> str:
+    """The name a call is made by: `load_checkpoint` for `ms.load_checkpoint(...)`; '' for anything else."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+# Every name of the tree of an ASCII text is spelled whole in it: a text without a word that LOAD_NAME_RE takes
+# calls no load, and one whose last name of `path` occurs only once (in the save) passes it to no other call.
+_LOAD_WORD_RE = re.compile(r"(?:load|restore|resume)[a-z0-9_]*")  # (in the lower-cased text)
+
+
+def _may_load(text: str) -> bool:
+    """Can a call of the tree of `text` be named like a checkpoint load?"""
+    if not text.isascii():
+        return True
+    lower = text.lower()
+    for match in _LOAD_WORD_RE.finditer(lower):
+        start = match.start()
+        if (start == 0 or not (lower[start - 1].isalnum() or lower[start - 1] == "_")) \
+                and LOAD_NAME_RE.fullmatch(match.group()):  # (a word starting there)
+            return True
+    return False
+
+
+def _may_pass_again(text: str, path: str) -> bool:
+    """Can the tree of `text` pass `path` (a dotted name) to more than one call?"""
+    word = path.rpartition(".")[2]
+    return not text.isascii() or len(re.findall(rf"(?<![A-Za-z0-9_]){word}(?![A-Za-z0-9_])", text)) > 1
+
+
 def _dotted(node: Optional[ast.AST]) -> str:
     """`path` / `self.best_path` as a dotted string; '' for anything else."""
     return (call_text(node) if node is not None else None) or ""

@@ -16,6 +16,7 @@ from ascend_lint.semantic import FileContext, argument, constant, keyword
 Lookup = Callable[[ast.Name], Optional[Tuple[ast.expr, Optional[int], Optional[ast.stmt]]]]
 CASTS = frozenset({"to", "float", "half", "bfloat16", "type", "type_as", "contiguous"})
 MAX_STEPS = 8
+_NAME_HANDLERS = frozenset({"visit_Attribute", "visit_Name", "visit_ImportFrom"})  # FusionRule's, for fused ops
 
 
 class FusionRule(Rule):
@@ -31,20 +32,22 @@ class FusionRule(Rule):
         super().__init__(ctx, options)
         self._pending: List[Tuple[ast.AST, str]] = []
         self._fused_seen = False
+        if ctx.text.isascii() and not any(map(ctx.occurs, tuple(self.fused_ops) + self.fused_markers)):
+            self.idle_handlers = _NAME_HANDLERS  # no name can be a fused op's (an ASCII text spells them all)
 
     def _fused(self, name: str) -> bool:
-        return name in self.fused_ops or any(marker in name for marker in self.fused_markers)
+        return name in self.fused_ops or (bool(self.fused_markers) and any(m in name for m in self.fused_markers))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if self._fused(node.attr):
+        if not self._fused_seen and self._fused(node.attr):
             self._fused_seen = True
 
     def visit_Name(self, node: ast.Name) -> None:
-        if self._fused(node.id):
+        if not self._fused_seen and self._fused(node.id):
             self._fused_seen = True
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if any(self._fused(alias.name) for alias in node.names):
+        if not self._fused_seen and any(self._fused(alias.name) for alias in node.names):
             self._fused_seen = True
 
     def candidate(self, node: ast.AST, message: str) -> None:
