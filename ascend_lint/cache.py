@@ -406,9 +406,10 @@ def _well_formed(entry: Any) -> bool:
 PROJECT_SCHEMA = 4  # (4: summary schema 5)
 
 
-def project_store_dir(settings: Settings, root: str) -> str:
-    """Where a project's index lives: keyed by the root, the version and the Python (its `ast`)."""
-    stamp = json.dumps([os.path.abspath(root), __version__, list(sys.version_info[:2]), PROJECT_SCHEMA])
+def project_store_dir(settings: Settings, root: str, precision: bool = True) -> str:
+    """Where a project's index lives: keyed by the root, the version, the Python (its `ast`) and whether its
+    summaries hold precision decisions."""
+    stamp = json.dumps([os.path.abspath(root), __version__, list(sys.version_info[:2]), PROJECT_SCHEMA, precision])
     return os.path.join(cache_dir_for(settings), f"project-v{PROJECT_SCHEMA}",
                         hashlib.sha256(stamp.encode("utf-8", "surrogatepass")).hexdigest()[:24])
 
@@ -428,8 +429,8 @@ class ProjectStore:
         self._load_index()
 
     @classmethod
-    def open(cls, settings: Settings, root: str) -> "ProjectStore":
-        return cls(cache_dir_for(settings), project_store_dir(settings, root))
+    def open(cls, settings: Settings, root: str, precision: bool = True) -> "ProjectStore":
+        return cls(cache_dir_for(settings), project_store_dir(settings, root, precision))
 
     def _load_index(self) -> None:
         data, stat = _read_json(os.path.join(self.folder, "index.json"))

@@ -18,7 +18,7 @@ from .fileio import SourceError, read_source, split_lines
 from .project.root import find_project_root
 from .registry import Registry, RegistryError, load_registry, print_warnings
 from .reporters import FORMATS, Report, display_path, get_reporter
-from .rule import Applicability, Finding, Rule
+from .rule import Applicability, Finding, Rule, wants_precision
 from .sanitize import sanitize, sanitize_lines
 from .workspace import Configured, Workspace
 
@@ -314,7 +314,8 @@ def lint_projects(args: argparse.Namespace, paths: Sequence[str], configured: Wo
     results: List[FileResult] = []
     for root, groups in projects.items():
         listed = [t.path for g in groups for t in g.targets]
-        index = open_project(paths, groups[0].settings, args, listed, configured.resolver)
+        precision = wants_precision(r for g in groups for r in g.linter.rules)
+        index = open_project(paths, groups[0].settings, args, listed, configured.resolver, precision)
         runs = []
         for group in groups:
             cache = None
@@ -328,12 +329,14 @@ def lint_projects(args: argparse.Namespace, paths: Sequence[str], configured: Wo
 
 
 def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namespace,
-                 listed: Optional[Sequence[str]] = None, resolver: Optional[ConfigResolver] = None):
-    """The project index of the linted paths (the project model's one entry point)."""
+                 listed: Optional[Sequence[str]] = None, resolver: Optional[ConfigResolver] = None,
+                 precision: bool = True):
+    """The project index of the linted paths (the project model's one entry point); `precision`: does an
+    enabled rule read the training precision it gathers?"""
     from .project.index import ProjectIndex
 
     return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed, resolver=resolver,
-                             jobs=_jobs(args))
+                             jobs=_jobs(args), precision=precision)
 
 
 def _jobs(args: argparse.Namespace) -> int:
@@ -347,7 +350,7 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry,
     raw = sys.stdin.buffer.read(settings.max_file_size + 1)  # more than the cap: `file too large`
     path = args.stdin_filename or "-"
     if args.stdin_filename:  # the buffer stands for that file of its project: the others give their facts
-        linter.project = open_project([path], settings, args, resolver=resolver)
+        linter.project = open_project([path], settings, args, resolver=resolver, precision=linter.precision)
         _refresh_from_buffer(linter.project, path, raw)
         linter.project.save()
     result = linter.lint_bytes(raw, path)

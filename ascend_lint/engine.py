@@ -21,7 +21,7 @@ from .config import Settings, ancestor, split_up
 from .core_rules import CORE_PACK, PARSE_ERROR_CODE, UNUSED_NOQA_CODE
 from .fileio import SourceError, SourceFile, check_size, decode_source, read_source, split_lines
 from .registry import code_matches, registered_codes
-from .rule import Finding, Rule, Severity
+from .rule import Finding, Rule, Severity, wants_precision
 from .project.model import ProjectModel
 from .project.summary import Summary, light_summary
 from .project.summary import summarize as summarize_tree
@@ -129,6 +129,7 @@ class Linter:
         self._root = os.path.abspath(settings.project_root)
         # a project.index.ProjectIndex (anything with view_for(path)); None: each file is its own project
         self.project = project
+        self.precision = wants_precision(self.rules)  # (a file its own project gathers what its rules read)
 
     # --------------------------------------------------------------- entry points
     def lint_path(self, path: str) -> FileResult:
@@ -217,6 +218,14 @@ class Linter:
         findings.sort(key=Finding.sort_key)
         return Analysis(_dedupe(findings), walk.summary, walk.deps, walk.notes)
 
+    def _gathers_precision(self) -> bool:
+        """Do the summaries made while linting hold precision decisions? As the project's index gathers them
+        (one answer for every file of the project), else as this linter's rules read them."""
+        return getattr(self.project, "precision", self.precision)
+
+    def _unparsed_summary(self, text: str, path: str, light: Optional[Summary]) -> Optional[Summary]:
+        return _summary_without_tree(text, path, light, self._gathers_precision())
+
     def _walk(self, rules: List[Type[Rule]], text: str, path: str, tree: Optional[ast.Module],
               view: Optional[ProjectView], summarize: bool, light: Optional[Summary]) -> "_Walk":
         """Run the rules that can apply over one walk of the file (see `_Walk`)."""
@@ -229,7 +238,7 @@ class Linter:
         passed = {group: any(map(gate, group)) for group in self._file_gates}  # (few distinct groups)
         rules = [r for r in rules if passed[r.file_triggers or ("",)]]
         if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
-            return _Walk([], skipped, None, (), _summary_without_tree(text, path, light) if summarize else None)
+            return _Walk([], skipped, None, (), self._unparsed_summary(text, path, light) if summarize else None)
         aliases = scan.import_aliases()
         renamed = renamed_imports(aliases)
 
@@ -248,7 +257,7 @@ class Linter:
                 notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
         rules = [r for r in rules if applies(r)]
         if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
-            return _Walk([], skipped, None, notes, _summary_without_tree(text, path, light) if summarize else None)
+            return _Walk([], skipped, None, notes, self._unparsed_summary(text, path, light) if summarize else None)
         if tree is None:
             with gc_paused():
                 tree = parse(text, path)
@@ -256,7 +265,7 @@ class Linter:
                           project=view or NULL_VIEW, migrating_modules=tuple(self.settings.migrating_modules))
         summary = None
         if summarize or view is None:
-            summary = summarize_tree(tree, text, ctx, light)
+            summary = summarize_tree(tree, text, ctx, light, self._gathers_precision())
             if view is not None:
                 view.learn_own(summary)
         if view is None:  # no project: the file is a project of its own
@@ -314,10 +323,10 @@ class _Walk:
     deps: List[list] = field(default_factory=list)
 
 
-def _summary_without_tree(text: str, path: str, light: Optional[Summary]) -> Optional[Summary]:
+def _summary_without_tree(text: str, path: str, light: Optional[Summary], precision: bool) -> Optional[Summary]:
     """The summary of a file the rules do not need to parse: its text-only summary, completed from a parse
     only when its text may hold facts that need the tree (None: it does not parse)."""
-    summary = light if light is not None else light_summary(text)
+    summary = light if light is not None else light_summary(text, precision=precision)
     if not summary.get("light"):
         return summary
     try:
@@ -325,7 +334,7 @@ def _summary_without_tree(text: str, path: str, light: Optional[Summary]) -> Opt
             tree = parse(text, path)
     except SourceError:
         return None
-    return summarize_tree(tree, text, None, summary)
+    return summarize_tree(tree, text, None, summary, precision)
 
 
 class NoProject:

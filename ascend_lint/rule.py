@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type
 
 if TYPE_CHECKING:  # pragma: no cover
     from .semantic import FileContext
@@ -141,6 +141,9 @@ class Rule:
     docs: ClassVar[Docs] = Docs(what="", why="")
     flagged: ClassVar[Tuple[str, ...]] = ()  # inline examples that must report `code`
     clean: ClassVar[Tuple[str, ...]] = ()  # inline examples that must not
+    # Project facts that cost a run extra work, gathered only when an enabled rule names them here:
+    # "precision" (how scripts train the models: `ctx.training_precision()`, `ctx.caller_precision()`).
+    project_facts: ClassVar[FrozenSet[str]] = frozenset()
     # Handlers (`visit_<Node>` names) an instance has no use for in its file, set in its __init__: the walk
     # does not call them, nor visit the node types that no handler is left for.
     idle_handlers: FrozenSet[str] = frozenset()
@@ -186,3 +189,8 @@ class Rule:
 
     def end_file(self) -> None:
         """Called once after the walk; rules that decide per file report here."""
+
+
+def wants_precision(rules: Iterable[Type[Rule]]) -> bool:
+    """Does one of these rules read the training precision the project model gathers (`project_facts`)?"""
+    return any("precision" in rule.project_facts for rule in rules)

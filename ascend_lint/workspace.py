@@ -17,6 +17,7 @@ from .discovery import Target
 from .engine import Linter
 from .project.root import find_project_root
 from .registry import Registry, print_warnings, select_rules
+from .rule import wants_precision
 
 
 @dataclass
@@ -62,6 +63,8 @@ class Workspace:
         linter = self._linters.get(key)
         if linter is None:
             linter = self._linters[key] = Linter(self.rules(settings), settings, project=index)
+        elif index is not None:
+            linter.project = index  # (the project's index may have been opened again: see index_for)
         return linter
 
     def linter_for(self, path: str) -> Linter:
@@ -101,14 +104,18 @@ class Workspace:
         return self._given
 
     def index_for(self, path: str):
-        """The project index of the file at `path` (opened, completed and stored on first use, then kept)."""
+        """The project index of the file at `path` (opened, completed and stored on first use, then kept).
+        It gathers the training precision if the rules of a file it was asked for read it: opened again,
+        once, when a file under another configuration is the first whose rules do."""
         settings = self.resolver.for_path(path)
         root = self.root_for(path, settings)
         index = self.indexes.get(root)
-        if index is None:
+        precision = wants_precision(self.rules(settings))
+        if index is None or (precision and not index.precision):
             from .project.index import ProjectIndex
 
-            index = ProjectIndex.open([root], settings, cache=self.cache, resolver=self.resolver)
+            index = ProjectIndex.open([root], settings, cache=self.cache, resolver=self.resolver,
+                                      precision=precision)
             index.complete()  # facts that need a tree, for files no run has summarised yet
             index.model()
             index.save()

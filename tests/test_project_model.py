@@ -419,6 +419,49 @@ def test_a_module_that_lost_its_facts_no_longer_passes_on_the_migration():
     assert after.migrated("leaf") is None and after.migrated("middle") is not None
 
 
+def test_precision_words_need_the_tree_only_when_precision_is_gathered():
+    from ascend_lint.project.summary import light_summary
+
+    text = "from mindspore import Model\n\nmodel = Model(net, loss, opt, amp_level='O2')\n"
+    assert light_summary(text)["light"] and not light_summary(text, precision=False)["light"]
+    assert light_summary(text + "loss.backward()\n", precision=False)["light"]  # (step loops still do)
+
+
+def test_precision_is_gathered_only_for_rules_that_read_it(tmp_path, monkeypatch, capsys):
+    """No default rule reads the training precision, so a run of them neither parses a script for it nor
+    stores it; a later run whose rules read it (here with the same cache) gathers it and finds what it
+    should."""
+    from ascend_lint import engine
+
+    root = copy_project("precision_fp32", tmp_path)
+    parsed: List[str] = []
+    real = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda text, path: parsed.append(os.path.basename(path)) or real(text, path))
+    assert cli(root, "--no-preview", ".", monkeypatch=monkeypatch, capsys=capsys) == Counter()
+    assert "train.py" not in parsed
+    assert cli(root, ".", monkeypatch=monkeypatch, capsys=capsys) == expected(root) != Counter()
+    assert "train.py" in parsed
+
+
+def test_an_editor_index_gathers_precision_once_a_files_rules_read_it(tmp_path):
+    """The editor and flake8 open a project's index for the first file asked; a file under a configuration
+    whose rules read the training precision opens it again with it, and its Linter sees the new one."""
+    from ascend_lint.config import ConfigResolver, load_settings
+    from ascend_lint.registry import load_registry
+    from ascend_lint.workspace import Workspace
+
+    root = copy_project("precision_fp32", tmp_path)
+    (root / "pyproject.toml").write_text('[tool.ascend-lint]\nselect = ["ASC101"]\n')
+    (root / "src" / ".ascend-lint.yaml").write_text('extend: ../pyproject.toml\npreview: true\nselect: ["ASC402"]\n')
+    workspace = Workspace(ConfigResolver(load_settings(None, False, str(root))), load_registry(), [str(root)],
+                          cache=False)
+    assert not workspace.project_linter(str(root / "train.py")).project.precision
+    linter = workspace.project_linter(str(root / "src" / "head.py"))
+    assert linter.project.precision and linter.project is workspace.index_for(str(root / "train.py"))
+    found = {(f.line, f.code) for f in linter.lint_path(str(root / "src" / "head.py")).findings}
+    assert found == {(line, code) for rel, line, code in expected(root) if rel == "src/head.py"} != set()
+
+
 def test_a_patch_is_placed_on_its_own_line_and_only_project_names_patch():
     """`X.attr = f` records the line it is on (tabs, a patch on the first line, one after a docstring), and
     neither an attribute of `self` nor a value no project name reaches is a patch."""

@@ -18,6 +18,7 @@ import marshal
 import os
 import time
 from dataclasses import replace
+from functools import partial
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..heap import after_reading, give_back
@@ -80,9 +81,11 @@ def _needs_normalising(path: str) -> bool:
 class ProjectIndex:
     """Summaries of a project's files (relative paths, '/'-separated) and the model built from them."""
 
-    def __init__(self, root: str, settings: Any, store: Any = None, resolver: Any = None) -> None:
+    def __init__(self, root: str, settings: Any, store: Any = None, resolver: Any = None,
+                 precision: bool = True) -> None:
         self.root = os.path.abspath(root)
         self.settings = settings
+        self.precision = precision  # are the scripts' precision decisions gathered (a rule reads them)?
         self.store = store  # a cache.ProjectStore, or None (no cache)
         self.resolver = resolver  # a config.ConfigResolver: each directory's excludes are its configuration's
         self.hashes: Dict[str, str] = {}  # relpath -> content hash ("buffer:..." for editor buffers)
@@ -97,12 +100,15 @@ class ProjectIndex:
 
     @classmethod
     def open(cls, paths: Sequence[str], settings: Any, cache: bool = True,
-             listed: Optional[Sequence[str]] = None, resolver: Any = None, jobs: int = 1) -> "ProjectIndex":
+             listed: Optional[Sequence[str]] = None, resolver: Any = None, jobs: int = 1,
+             precision: bool = True) -> "ProjectIndex":
         """The index of the project that `paths` belong to (its files listed and summarised). `listed`: the
         files of this project that discovery found for `paths`, reused when `paths` include the root itself
         (no second walk). With a `resolver` (hierarchical configuration), the model's settings are those of
         the root's configuration, and directories whose configuration starts another project are left out.
-        `jobs`: worker processes that may share the text summaries of files the store does not have."""
+        `jobs`: worker processes that may share the text summaries of files the store does not have.
+        `precision`: are the scripts' precision decisions gathered (an enabled rule reads them)? Summaries
+        with and without them are stored apart."""
         root = find_project_root(paths, getattr(settings, "root_config", None) or getattr(settings, "config_path", None))
         if resolver is not None:
             settings = resolver.for_dir(root)
@@ -110,8 +116,8 @@ class ProjectIndex:
         if cache:
             from ..cache import ProjectStore
 
-            store = ProjectStore.open(settings, root)
-        index = cls(root, settings, store, resolver)
+            store = ProjectStore.open(settings, root, precision)
+        index = cls(root, settings, store, resolver, precision)
         same_excludes = resolver is not None or os.path.abspath(getattr(settings, "project_root", "")) == index.root
         whole = listed is not None and same_excludes and \
             any(os.path.isdir(p) and os.path.abspath(p) == index.root for p in paths)
@@ -175,9 +181,9 @@ class ProjectIndex:
             prepared = ProjectModel.prepare([*self.shapes, *(rel for _path, rel, _st, _sha in unknown)],
                                             *self._model_settings())
         with gc_paused():  # (a project's worth of new summaries: no cyclic garbage, no GC pass over them)
-            for path, rel, sha, light, st, read_ns in _text_summaries(unknown, jobs):
+            for path, rel, sha, light, st, read_ns in _text_summaries(unknown, jobs, self.precision):
                 if light is None and (self.store is None or self.store.summary(sha) is None):
-                    (_rel, sha, light, read_ns), = _summarise_files([(path, rel, None)])  # (not stored after all)
+                    (_rel, sha, light, read_ns), = _summarise_files([(path, rel, None)], self.precision)  # (not stored)
                 if sha is None:  # unreadable: no facts
                     self._set(rel, _empty(), "")
                     changed.append(rel)
@@ -272,7 +278,7 @@ class ProjectIndex:
             return
         if tree is None:
             tree = _parse(text)
-        summary = summarize(tree, text) if tree is not None else _empty()
+        summary = summarize(tree, text, precision=self.precision) if tree is not None else _empty()
         if self.summaries.get(rel) != summary:
             old_shape = self.shape(rel) if rel in self.shapes and self.summaries.get(rel) is not None else None
             model = self._model
@@ -300,7 +306,8 @@ class ProjectIndex:
             raw = _read(path, st)
             text = _decode(raw) if raw is not None else None
             tree = _parse(text) if text is not None else None
-            summary = summarize(tree, text, None, self.summaries.get(rel)) if tree is not None else _empty()
+            summary = summarize(tree, text, None, self.summaries.get(rel), self.precision) if tree is not None \
+                else _empty()
             self.update(path, summary, hashlib.sha256(raw).hexdigest() if raw is not None else "",
                         st.st_size, st.st_mtime_ns, time.time_ns())
 
@@ -369,7 +376,7 @@ def in_workers(unknown: Sequence[Any], jobs: int) -> bool:
     return jobs > 1 and len(unknown) >= PARALLEL_MIN_FILES
 
 
-def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: int) -> Iterator[
+def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: int, precision: bool) -> Iterator[
         Tuple[str, str, Optional[str], Optional[Summary], Any, int]]:
     """(path, rel, content hash or None when unreadable, text-only summary, stat, read time) of each file of
     `unknown` ((path, rel, stat, recorded hash)); the summary is None when the file's bytes are the recorded
@@ -382,27 +389,29 @@ def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: in
 
         sizes = {path: st.st_size for path, _rel, st, _recorded in unknown}
         chunks = make_chunks(items, sizes, jobs)
-        parts: Iterable[list] = map(marshal.loads, map_in_workers(_summarise_packed, chunks, jobs))
+        packed = partial(_summarise_packed, precision=precision)
+        parts: Iterable[list] = map(marshal.loads, map_in_workers(packed, chunks, jobs))
     else:
-        parts = [_summarise_files(items)]
+        parts = [_summarise_files(items, precision)]
     for part in parts:
         for rel, sha, light, read_ns in part:
             path, st = stats[rel]
             yield path, rel, sha, light, st, read_ns
 
 
-def _summarise_packed(items: Sequence[Tuple[str, str, Optional[str]]]) -> bytes:
+def _summarise_packed(items: Sequence[Tuple[str, str, Optional[str]]], precision: bool) -> bytes:
     """`_summarise_files` for a worker process: marshalled (3x faster than pickling both ways; the names
     and records a chunk's summaries share come back shared)."""
-    return marshal.dumps(_summarise_files(items))
+    return marshal.dumps(_summarise_files(items, precision))
 
 
 TextSummary = Tuple[str, Optional[str], Optional[Summary], int]  # (rel, hash, text-only summary, read time)
 
 
-def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]]) -> List[TextSummary]:
+def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]], precision: bool) -> List[TextSummary]:
     """(rel, content hash or None when unreadable, text-only summary, read time) of each (path, rel, hash the
-    store has for it): no summary (None) for a file whose bytes have that hash."""
+    store has for it): no summary (None) for a file whose bytes have that hash. `precision`: see
+    light_summary."""
     out = []
     same: Dict[str, Summary] = {}  # content hash -> its summary: copies of a file are summarised once
     records: Dict[Any, Any] = {}  # equal names and records of different files become one object
@@ -422,7 +431,7 @@ def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]]) -> List[Te
         light = same.get(sha)
         if light is None:
             text = _decode(raw)
-            light = same[sha] = light_summary(text, records) if text is not None else _empty()
+            light = same[sha] = light_summary(text, records, precision) if text is not None else _empty()
         out.append((rel, sha, light, read_ns))
         after_reading(len(raw))
     return out

@@ -201,11 +201,12 @@ def run_mode(text: str) -> Optional[str]:
     return modes.pop() if len(modes) == 1 else "?"
 
 
-def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary:
+def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None, precision: bool = True) -> Summary:
     """Imports, classes, functions and their calls, patches, the entry flag and the file's own device
     context (`npu`: NPU code on its own, `gpu`: an entry script that uses CUDA, `mode`: the MindSpore mode it
     sets), from the text alone. With `shared` (the names and records of the summaries made so far), its
-    names and records are those objects when equal (see share_records); else its names are interned."""
+    names and records are those objects when equal (see share_records); else its names are interned.
+    `precision`: are precision decisions gathered (else only step loops make a text need its tree)?"""
     intern = sys.intern if shared is None else (lambda name: shared.setdefault(name, name))
     masked = "\n" + _blank_strings(text)  # (a leading newline: every statement start follows one)
     imports: List[tuple] = []  # (module, name, asname, level, line, inside a def?)
@@ -286,7 +287,7 @@ def light_summary(text: str, shared: Optional[Dict[Any, Any]] = None) -> Summary
     if owners:
         _collect_calls(reverse, owners, defs, known, intern)
     # "light": the syntax tree holds more (step loops, precision decisions): see summarize()
-    deep = might_step(masked) or any(search(masked) for search in _PRECISION_SEARCHES)
+    deep = might_step(masked) or (precision and any(search(masked) for search in _PRECISION_SEARCHES))
     modules = (module + "." + name if name else module
                for module, name, _asname, level, _line, in_func in imports if not level and not in_func)
     records = {name: (line, tuple(bases), tuple(methods)) for name, (line, bases, methods) in classes.items()}
@@ -400,11 +401,12 @@ def _collect_calls(reverse: str, owners: List[Tuple[int, int, str, int]], defs: 
 
 
 # ----------------------------------------------------------------------------- what needs the tree
-def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summary] = None) -> Summary:
+def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summary] = None,
+              precision: bool = True) -> Summary:
     """The full summary: the light summary (`light`, computed from `text` when not given) plus step loops,
-    precision decisions and configuration defaults read from `tree`, the tree the engine parsed (`ctx`:
-    its FileContext, when there is one)."""
-    summary = dict(light) if light is not None else light_summary(text)
+    precision decisions (with `precision`) and configuration defaults read from `tree`, the tree the engine
+    parsed (`ctx`: its FileContext, when there is one)."""
+    summary = dict(light) if light is not None else light_summary(text, precision=precision)
     if not summary["light"]:
         return summary
     summary["light"] = False
@@ -415,7 +417,7 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     if "\r" in text:  # (lines as the parser counts them: a lone '\r' ends one too)
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     step_lines = _with_local_callers(step_call_lines(text), summary["defs"], text)
-    precision_lines = _word_lines(text, PRECISION_WORDS)
+    precision_lines = _word_lines(text, PRECISION_WORDS) if precision else []
     fp_lines: Optional[List[int]] = None
     known = _known_roots(summary["imports"], summary["classes"], summary["defs"]) | {"self"}
     steps: List[list] = []

@@ -86,6 +86,7 @@ class FusedOptimizerAvailable(Rule):
     message = "`{torch_name}` has an NPU fused twin: use `{fused_name}`{note}"
     npu_context = True
     fix_applicability = Applicability.UNSAFE
+    project_facts = frozenset({"precision"})  # (ctx.caller_precision)
     triggers = ("SGD", "Adam", "Adadelta", "RMSprop", "optim", "Fused", "parameters", "bfloat16", "bf16", "dtype")
     docs = Docs(
         summary="A `torch.optim` optimizer that has a faster fused twin in `torch_npu.optim`.",

@@ -32,6 +32,7 @@ class NoMixedPrecision(Rule):
               "the loss with `torch.npu.amp.GradScaler()` so MatMul/Conv run in fp16 on the Cube unit"
     preview = True
     npu_context = True
+    project_facts = frozenset({"precision"})  # (ctx.caller_precision)
     triggers = ("backward", "step", "autocast", "Scaler", "scaler", "amp", "scale_loss", "loss_scal", "fp16", "bf16",
                 "float16", "half", "precision", "Precision", "to_float", "build_train_network", "param_dtype")
     docs = Docs(

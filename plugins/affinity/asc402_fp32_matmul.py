@@ -48,6 +48,7 @@ class Fp32Matmul(Rule):
     name = "fp32-matmul"
     preview = True  # demoted by the held-out precision measurement (docs/precision.md)
     message = "{op} {reason}, which misses Ascend's fp16 Cube unit: {remedy}"
+    project_facts = frozenset({"precision"})  # (ctx.training_precision)
     triggers = ("matmul", "MatMul", "mm(", "@", "linear", "register_float_function", "to_float", "inverse", "linalg",
                 "det(", "svd", "pinv", "cross(",
                 "add_flags_recursive", "amp_level", "mixed_precision", "float16", "build_train_network", "Model(",
