@@ -62,7 +62,9 @@ if mode == "baseline":
 else:
     from ascend_lint.project.index import ProjectIndex
     linter = Linter(rules, settings)
-    index = ProjectIndex.open(paths, settings, cache=cache_dir != "-", listed=[t.path for t in targets])
+    from ascend_lint.rule import wants_precision
+    index = ProjectIndex.open(paths, settings, cache=cache_dir != "-", listed=[t.path for t in targets],
+                              precision=wants_precision(rules))
     if cache_dir != "-":
         from ascend_lint.cache import ResultCache
         cache = ResultCache.open(settings, rules, registry.fingerprint(), project=True)
