@@ -21,7 +21,7 @@ import re
 import sys
 import warnings
 from collections import deque
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_REACH, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_REACH,
                    NPU_TEXT_RE, PATCH_REGISTRARS, PRECISION_WORDS, STEP_NAME_RE, STEP_RECEIVER_HINTS)
@@ -459,8 +459,7 @@ _CALLED_PIECES = (re.compile(r"ptim\w*(?=\s*\()"), re.compile(r"PTIM\w*(?=\s*\()
 
 def step_call_lines(text: str) -> List[int]:
     """Sorted numbers of the lines (counted by '\\n' alone) that may call a training step."""
-    count = text.count
-    return sorted({count("\n", 0, pos) + 1 for pos in _step_calls(text)})
+    return _line_numbers(text, _step_calls(text))
 
 
 def might_step(text: str) -> bool:
@@ -515,14 +514,39 @@ def _word_start(text: str, pos: int) -> int:
 def _with_local_callers(lines: List[int], defs: Dict[str, Sequence], text: str) -> List[int]:
     """`lines` (sorted) plus the lines that call, by name, a function or method of the file that holds one of
     them, twice over: a loop calling a helper that steps is a step loop (FileContext looks two calls deep)."""
+    searched: Set[str] = set()  # (the lines calling these are in `lines` already)
     for _depth in range(2):
-        names = {qual.rpartition(".")[2] + "(" for qual, (first, last, _calls) in defs.items()
-                 if _any_within(lines, first, last)}
-        more = sorted(set(lines).union(_word_lines(text, sorted(names)))) if names else lines
-        if more == lines:
+        names = {qual.rpartition(".")[2] for qual, (first, last, _calls) in defs.items()
+                 if _any_within(lines, first, last)} - searched
+        if not names:
             break
-        lines = more
+        searched |= names
+        lines = sorted(set(lines).union(_line_numbers(text, _call_offsets(text, names))))
     return lines
+
+
+_CALL_BACKWARDS_RE = re.compile(r"\((\w+)")  # over the reversed text: `name(` (literal-led, fast in `re`)
+
+
+def _call_offsets(text: str, names: Set[str]) -> Iterable[int]:
+    """Offsets in the text of every `name(` for `names` (identifiers), found inside longer names too: for a
+    few names, one search each; for many, one pass over the reversed text, testing the name before every
+    `(` (a search of the whole text costs as much as ~30 names)."""
+    if len(names) <= 32:
+        return _word_offsets(text, [name + "(" for name in names])
+    backwards = {name[::-1] for name in names}
+    sizes = sorted({len(name) for name in names})
+    last = len(text) - 1
+    offsets = []
+    for m in _CALL_BACKWARDS_RE.finditer(text[::-1]):
+        run = m.group(1)  # (the name before a `(`, backwards: a called name ends it, so starts `run`)
+        for size in sizes:
+            if size > len(run):
+                break
+            if run[:size] in backwards:
+                offsets.append(last - m.start())  # (the `(`: on the line the name starts)
+                break
+    return offsets
 
 
 def _may_step_on(text: str, step: int) -> bool:
@@ -545,17 +569,30 @@ def _may_step_on(text: str, step: int) -> bool:
 
 def _word_lines(text: str, words: Sequence[str]) -> List[int]:
     """Sorted numbers of the lines (counted by '\\n' alone) that hold one of `words`."""
-    hits = set()
-    count = text.count
+    return _line_numbers(text, _word_offsets(text, words))
+
+
+def _word_offsets(text: str, words: Iterable[str]) -> Iterator[int]:
+    """Offsets of every occurrence of each of `words` in the text."""
+    find = text.find
     for word in words:
-        pos = text.find(word)
-        line, done = 1, 0
+        pos = find(word)
         while pos != -1:
-            line += count("\n", done, pos)
-            done = pos
-            hits.add(line)
-            pos = text.find(word, pos + 1)
-    return sorted(hits)
+            yield pos
+            pos = find(word, pos + 1)
+
+
+def _line_numbers(text: str, offsets: Iterable[int]) -> List[int]:
+    """Sorted numbers of the lines (counted by '\\n' alone) that hold `offsets`: the text counted once."""
+    lines: List[int] = []
+    count = text.count
+    line, done = 1, 0
+    for pos in sorted(set(offsets)):
+        line += count("\n", done, pos)
+        done = pos
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
 
 
 def _any_within(lines: List[int], first: int, last: int) -> bool:
