@@ -407,16 +407,13 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     if not summary["light"]:
         return summary
     summary["light"] = False
-    if ctx is None:
-        from ..semantic import FileContext  # (semantic imports this package: import it late)
-
-        ctx = FileContext("<summary>", text, tree)
+    source = text  # (a FileContext reads the text as given)
     if "\r" in text:  # (lines as the parser counts them: a lone '\r' ends one too)
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     step_lines = _with_local_callers(step_call_lines(text), summary["defs"], text)
     precision_lines = _word_lines(text, PRECISION_WORDS)
     fp_lines: Optional[List[int]] = None
-    known = _known_roots(summary["imports"], summary["classes"], summary["defs"]) | {"self"}
+    known: Optional[set] = None  # (made when a step loop or a call is found: most files have none)
     steps: List[list] = []
     models: List[list] = []
     amp_calls: List[list] = []
@@ -428,7 +425,13 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
             first, last = 1, 1 << 30
             body = [stmt for stmt in tree.body if not isinstance(stmt, _SCOPES)]
         if _any_within(step_lines, first, last):
-            for step in _step_loops(ctx, owner, body):
+            loops = [stmt for stmt in _statements(body) if isinstance(stmt, _LOOPS)]
+            if loops and ctx is None:  # (made for the first loop to test: most files need none)
+                from ..semantic import FileContext  # (semantic imports this package: import it late)
+
+                ctx = FileContext("<summary>", source, tree)
+            for step in _step_loops(ctx, owner, loops):
+                known = known or _call_roots(summary)
                 step[2] = {n: line for n, line in step[2].items() if n.split(".", 1)[0] in known}
                 if step[2]:
                     steps.append(step)
@@ -436,7 +439,9 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
             if fp_lines is None:
                 fp_lines = _word_lines(text, _FP_WORDS)
             Precision(owner, _any_within(fp_lines, first, last), models, amp_calls).scan(body)
-    amp_calls = [c for c in amp_calls if c[0].split(".", 1)[0] in known]
+    if amp_calls:
+        known = known or _call_roots(summary)
+        amp_calls = [c for c in amp_calls if c[0].split(".", 1)[0] in known]
     if steps:
         summary["steps"] = steps
     if models:
@@ -444,6 +449,11 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     if amp_calls:
         summary["amp_calls"] = amp_calls
     return summary
+
+
+def _call_roots(summary: Summary) -> set:
+    """Names a call read from the tree can start with and still reach project code (`self` too)."""
+    return _known_roots(summary["imports"], summary["classes"], summary["defs"]) | {"self"}
 
 
 # ----------------------------------------------------------------------------- step calls in text
@@ -713,11 +723,12 @@ def _loop_calls(loop: ast.AST) -> Dict[str, int]:
     return calls
 
 
-def _step_loops(ctx: Any, owner: str, body: Sequence[ast.stmt]) -> Iterator[list]:
-    """[owner, line, {called name: line}] for each step loop of a body (the innermost loop that steps)."""
-    for stmt in _statements(body):
-        if isinstance(stmt, _LOOPS) and ctx.is_step_loop_unwalked(stmt):
-            yield [owner, stmt.lineno, _loop_calls(stmt)]
+def _step_loops(ctx: Any, owner: str, loops: Sequence[ast.stmt]) -> Iterator[list]:
+    """[owner, line, {called name: line}] for each step loop of a body's `loops` (the innermost loop that
+    steps)."""
+    for loop in loops:
+        if ctx.is_step_loop_unwalked(loop):
+            yield [owner, loop.lineno, _loop_calls(loop)]
 
 
 # ----------------------------------------------------------------------------- precision
