@@ -20,7 +20,6 @@ import keyword
 import re
 import sys
 import warnings
-from collections import deque
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_REACH, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_REACH,
@@ -613,8 +612,9 @@ def _any_within(lines: List[int], first: int, last: int) -> bool:
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_BLOCKS = _SCOPES + _LOOPS + (ast.If, ast.With, ast.AsyncWith, ast.Try) + (
+_NESTING = _LOOPS + (ast.If, ast.With, ast.AsyncWith, ast.Try) + (  # statements holding statements of the body
     (ast.TryStar,) if hasattr(ast, "TryStar") else ()) + ((ast.Match,) if hasattr(ast, "Match") else ())
+_BLOCKS = _SCOPES + _NESTING
 
 
 def _bodies(tree: ast.Module) -> Iterator[Tuple[str, ast.AST]]:
@@ -635,7 +635,7 @@ def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
     while todo:
         stmt = todo.pop()
         yield stmt
-        if isinstance(stmt, _SCOPES):
+        if not isinstance(stmt, _NESTING):
             continue
         for name in ("body", "orelse", "finalbody"):
             block = getattr(stmt, name, None)
@@ -647,38 +647,48 @@ def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
             todo.extend(reversed(case.body))
 
 
-def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
+def _expressions(stmt: ast.stmt) -> List[ast.AST]:
     """The nodes of a statement that belong to it alone: a compound statement's header, or a simple
     statement whole (nested bodies are statements of their own in `_statements`)."""
     if not isinstance(stmt, _BLOCKS):
-        yield from _walk(stmt)
-        return
+        return _walk(stmt)
+    nodes: List[ast.AST] = []
     if isinstance(stmt, _SCOPES):
-        return
+        return nodes
     for name in ("test", "iter", "target", "subject"):
         value = getattr(stmt, name, None)
         if value is not None:
-            yield from _walk(value)
+            nodes += _walk(value)
     for item in getattr(stmt, "items", ()) or ():
-        yield from _walk(item)
+        nodes += _walk(item)
+    return nodes
 
 
-_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+# Fields that never hold a node a caller here looks at: contexts and operators (leaves), names and flags.
+_PLAIN_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "asname", "module", "level", "kind",
+                           "conversion", "is_async", "simple", "type_comment"})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {ast.Constant: ()}  # node class -> the fields that may hold nodes
 
 
-def _walk(node: ast.AST) -> Iterator[ast.AST]:
+def _walk(node: ast.AST) -> List[ast.AST]:
     """ast.walk (the same order) without the leaves no caller here looks at: contexts and operators."""
-    todo = deque([node])
-    pop, append, extend = todo.popleft, todo.append, todo.extend
-    while todo:
-        node = pop()
-        yield node
-        for name in node._fields:
+    nodes = [node]
+    append = nodes.append
+    fields = _CHILD_FIELDS
+    AST = ast.AST
+    for node in nodes:  # (breadth first: the list grows while it is read)
+        names = fields.get(node.__class__)
+        if names is None:
+            names = fields[node.__class__] = tuple(f for f in node._fields if f not in _PLAIN_FIELDS)
+        for name in names:
             value = getattr(node, name, None)
             if value.__class__ is list:
-                extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES))
-            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                for item in value:
+                    if isinstance(item, AST):
+                        append(item)
+            elif isinstance(value, AST):
                 append(value)
+    return nodes
 
 
 def call_text(func: ast.AST) -> Optional[str]:
