@@ -518,6 +518,21 @@ def test_lines_calling_many_names_are_found_as_for_a_few():
     assert _line_numbers(text, _call_offsets(text, names)) == each
 
 
+@pytest.mark.parametrize("line, fp32", [
+    ("", True), ("    net.to_float(mstype.float32)\n", False), ("    print('bf16')\n", False),
+    ("    return net\n\n\ndef other():\n    print('bf16')\n", True)])
+def test_a_model_trained_without_amp_is_fp32_unless_its_body_mentions_a_reduced_precision(line, fp32):
+    """`Model(net)` without `amp_level` trains `net` in fp32, unless the body that builds it mentions a
+    reduced precision anywhere (a precision word such as `to_float`, or only an fp word such as 'bf16')."""
+    import ast
+
+    from ascend_lint.project.summary import light_summary, summarize
+
+    text = "from mindspore import Model\n\n\ndef main():\n    net = Net()\n    model = Model(net, loss)\n" + line
+    summary = summarize(ast.parse(text), text, None, light_summary(text))
+    assert summary.get("models", []) == ([["Net", "fp32", 6, "`Model(...)` without `amp_level`", "main"]] if fp32 else [])
+
+
 def _step_scripts(root: Path, helpers_elsewhere: bool) -> None:
     """Four training scripts whose step loops call a helper that reads a tensor (ASC203 in the helper): their
     own `log_loss`, or one in `utils_N.py` (a module with a step call of its own, so linted first too)."""

@@ -410,7 +410,8 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     if "\r" in text:  # (lines as the parser counts them: a lone '\r' ends one too)
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     step_lines = _with_local_callers(step_call_lines(text), summary["defs"], text)
-    precision_lines = _word_lines(text, PRECISION_WORDS)
+    low_lines = _word_lines(text, _PRECISION_LOW)  # (lines of PRECISION_WORDS, in two parts: see there)
+    other_lines = _word_lines(text, _PRECISION_OTHER)
     fp_lines: Optional[List[int]] = None
     known: Optional[set] = None  # (made when a step loop or a call is found: most files have none)
     steps: List[list] = []
@@ -434,10 +435,13 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
                 step[2] = {n: line for n, line in step[2].items() if n.split(".", 1)[0] in known}
                 if step[2]:
                     steps.append(step)
-        if _any_within(precision_lines, first, last):
-            if fp_lines is None:
-                fp_lines = _word_lines(text, _FP_WORDS)
-            Precision(owner, _any_within(fp_lines, first, last), models, amp_calls).scan(body)
+        maybe_low = _any_within(low_lines, first, last)
+        if maybe_low or _any_within(other_lines, first, last):
+            if not maybe_low:
+                if fp_lines is None:
+                    fp_lines = _word_lines(text, _FP_WORDS)
+                maybe_low = _any_within(fp_lines, first, last)
+            Precision(owner, maybe_low, models, amp_calls).scan(body)
     if amp_calls:
         known = known or _call_roots(summary)
         amp_calls = [c for c in amp_calls if c[0].split(".", 1)[0] in known]
@@ -747,6 +751,9 @@ _AMP_LEVELS_LOW = ("O1", "O2", "O3", "auto")
 # Any of these in a body: it may set a reduced precision somewhere, so "trained in fp32" is not concluded.
 _FP_WORDS = ("float16", "bfloat16", "fp16", "bf16", "amp_level", "to_float", "mixed_precision", "half",
              "autocast", "amp.initialize", "auto_mixed_precision", "MixedPrecision", "param_dtype", "add_flags")
+# PRECISION_WORDS that hold one of _FP_WORDS (a body with one may set a reduced precision), and the others.
+_PRECISION_LOW = tuple(word for word in PRECISION_WORDS if any(fp in word for fp in _FP_WORDS))
+_PRECISION_OTHER = tuple(word for word in PRECISION_WORDS if word not in _PRECISION_LOW)
 _WRAPPERS = frozenset({"WithLossCell", "DataParallel", "DistributedDataParallel", "DDP"})
 _TRAIN_CELLS = frozenset({"TrainOneStepCell", "TrainOneStepWithLossScaleCell"})
 
@@ -911,18 +918,19 @@ class Precision:
             self.decided[local] = (dtype, how, line)
 
     def _call(self, call: ast.Call) -> None:
-        last = _last(call)
         first = self._model_name(call.args[0]) if call.args else None
-        if isinstance(call.func, ast.Attribute):
-            receiver = self._model_name(call.func.value)
-            if receiver is not None:
-                cast = _cast(call)
-                if cast is not None:
-                    self._decide(receiver, cast[0], cast[1], call.lineno)
-                elif last == "add_flags_recursive":
-                    flag = _kw(call, "fp16") or _kw(call, "bf16")
-                    if isinstance(flag, ast.Constant) and flag.value:
-                        self._decide(receiver, "fp16", "`add_flags_recursive(fp16=True)`", call.lineno)
+        receiver = self._model_name(call.func.value) if isinstance(call.func, ast.Attribute) else None
+        if first is None and receiver is None:
+            return  # (a call decides only about a model it is called on or passed)
+        last = _last(call)
+        if receiver is not None:
+            cast = _cast(call)
+            if cast is not None:
+                self._decide(receiver, cast[0], cast[1], call.lineno)
+            elif last == "add_flags_recursive":
+                flag = _kw(call, "fp16") or _kw(call, "bf16")
+                if isinstance(flag, ast.Constant) and flag.value:
+                    self._decide(receiver, "fp16", "`add_flags_recursive(fp16=True)`", call.lineno)
         if first is None:
             return
         if last == "initialize" and "amp" in (call_text(call.func) or ""):
