@@ -530,7 +530,8 @@ def test_a_model_trained_without_amp_is_fp32_unless_its_body_mentions_a_reduced_
 
     text = "from mindspore import Model\n\n\ndef main():\n    net = Net()\n    model = Model(net, loss)\n" + line
     summary = summarize(ast.parse(text), text, None, light_summary(text))
-    assert summary.get("models", []) == ([["Net", "fp32", 6, "`Model(...)` without `amp_level`", "main"]] if fp32 else [])
+    trained = [["Net", "fp32", 6, "`Model(...)` without `amp_level`", "main"]]
+    assert summary.get("models", []) == (trained if fp32 else [])
 
 
 def _step_scripts(root: Path, helpers_elsewhere: bool) -> None:

@@ -410,7 +410,7 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     if "\r" in text:  # (lines as the parser counts them: a lone '\r' ends one too)
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     step_lines = _with_local_callers(step_call_lines(text), summary["defs"], text)
-    low_lines = _word_lines(text, _PRECISION_LOW)  # (lines of PRECISION_WORDS, in two parts: see there)
+    low_lines = _word_lines(text, _PRECISION_LOW)  # (the lines of PRECISION_WORDS, in two parts)
     other_lines = _word_lines(text, _PRECISION_OTHER)
     fp_lines: Optional[List[int]] = None
     known: Optional[set] = None  # (made when a step loop or a call is found: most files have none)
@@ -538,7 +538,7 @@ def _with_local_callers(lines: List[int], defs: Dict[str, Sequence], text: str) 
     return lines
 
 
-_CALL_BACKWARDS_RE = re.compile(r"\((\w+)")  # over the reversed text: `name(` (literal-led, fast in `re`)
+_CALLED_NAME_REV_RE = re.compile(r"\((\w+)")  # over the reversed text: `name(` (literal-led, fast in `re`)
 
 
 def _call_offsets(text: str, names: Set[str]) -> Iterable[int]:
@@ -550,8 +550,8 @@ def _call_offsets(text: str, names: Set[str]) -> Iterable[int]:
     backwards = {name[::-1] for name in names}
     sizes = sorted({len(name) for name in names})
     last = len(text) - 1
-    offsets = []
-    for m in _CALL_BACKWARDS_RE.finditer(text[::-1]):
+    offsets: List[int] = []
+    for m in _CALLED_NAME_REV_RE.finditer(text[::-1]):
         run = m.group(1)  # (the name before a `(`, backwards: a called name ends it, so starts `run`)
         for size in sizes:
             if size > len(run):
