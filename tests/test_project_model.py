@@ -596,6 +596,50 @@ def test_step_calls_are_found_in_the_text(call):
     assert might_step(text)  # (a `TrainOneStepCell` makes every call of its instance a step)
 
 
+@pytest.mark.parametrize("helpers", [1, 40])
+def test_a_loop_calling_a_helper_that_steps_is_a_step_loop(helpers):
+    """A loop that calls a function of the file that steps, two calls deep, is a step loop: found alike
+    whether the file's stepping functions are few (each name searched for) or many (one pass for all)."""
+    import ast
+
+    from ascend_lint.project.summary import light_summary, summarize
+
+    text = "".join(f"def helper_{n}(opt):\n    opt.step()\n\n\n" for n in range(helpers)) + (
+        "def apply(opt):\n    helper_0(opt)\n\n\ndef train(loader, opt):\n    for x in loader:\n"
+        "        print(x)\n        apply(opt)\n")
+    loop = text.count("\n", 0, text.index("for x"))
+    summary = summarize(ast.parse(text), text, None, light_summary(text))
+    assert summary["steps"] == [["train", loop + 1, {"apply": loop + 3}]]
+
+
+def test_lines_calling_many_names_are_found_as_for_a_few():
+    """For many names, the lines holding `name(` come from one pass over the reversed text: the lines a
+    search of each name finds (inside longer names, in comments, at the text's ends, non-ASCII names)."""
+    from ascend_lint.project.summary import _call_offsets, _line_numbers, _word_offsets
+
+    names = {f"f{n}" for n in range(40)} | {"g", "größe", "_h2"}
+    text = "f1(x)\nyf2(x)\n g (x)\nf3 = f4\n\nprint(größe(1), _h2())\n#f39(\nf5("
+    each = _line_numbers(text, _word_offsets(text, [name + "(" for name in names]))
+    assert each == [1, 2, 6, 7, 8]
+    assert _line_numbers(text, _call_offsets(text, names)) == each
+
+
+@pytest.mark.parametrize("line, fp32", [
+    ("", True), ("    net.to_float(mstype.float32)\n", False), ("    print('bf16')\n", False),
+    ("    return net\n\n\ndef other():\n    print('bf16')\n", True)])
+def test_a_model_trained_without_amp_is_fp32_unless_its_body_mentions_a_reduced_precision(line, fp32):
+    """`Model(net)` without `amp_level` trains `net` in fp32, unless the body that builds it mentions a
+    reduced precision anywhere (a precision word such as `to_float`, or only an fp word such as 'bf16')."""
+    import ast
+
+    from ascend_lint.project.summary import light_summary, summarize
+
+    text = "from mindspore import Model\n\n\ndef main():\n    net = Net()\n    model = Model(net, loss)\n" + line
+    summary = summarize(ast.parse(text), text, None, light_summary(text))
+    trained = [["Net", "fp32", 6, "`Model(...)` without `amp_level`", "main"]]
+    assert summary.get("models", []) == (trained if fp32 else [])
+
+
 def _step_scripts(root: Path, helpers_elsewhere: bool) -> None:
     """Four training scripts whose step loops call a helper that reads a tensor (ASC203 in the helper): their
     own `log_loss`, or one in `utils_N.py` (a module with a step call of its own, so linted first too)."""

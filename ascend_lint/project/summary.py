@@ -20,8 +20,7 @@ import keyword
 import re
 import sys
 import warnings
-from collections import deque
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_REACH, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_REACH,
                    NPU_TEXT_RE, PATCH_REGISTRARS, PRECISION_WORDS, STEP_NAME_RE, STEP_RECEIVER_HINTS)
@@ -410,16 +409,15 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     if not summary["light"]:
         return summary
     summary["light"] = False
-    if ctx is None:
-        from ..semantic import FileContext  # (semantic imports this package: import it late)
-
-        ctx = FileContext("<summary>", text, tree)
+    source = text  # (a FileContext reads the text as given)
     if "\r" in text:  # (lines as the parser counts them: a lone '\r' ends one too)
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     step_lines = _with_local_callers(step_call_lines(text), summary["defs"], text)
-    precision_lines = _word_lines(text, PRECISION_WORDS) if precision else []
+    # the lines of PRECISION_WORDS, in two parts (none when precision is not gathered)
+    low_lines = _word_lines(text, _PRECISION_LOW) if precision else []
+    other_lines = _word_lines(text, _PRECISION_OTHER) if precision else []
     fp_lines: Optional[List[int]] = None
-    known = _known_roots(summary["imports"], summary["classes"], summary["defs"]) | {"self"}
+    known: Optional[set] = None  # (made when a step loop or a call is found: most files have none)
     steps: List[list] = []
     models: List[list] = []
     amp_calls: List[list] = []
@@ -431,15 +429,26 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
             first, last = 1, 1 << 30
             body = [stmt for stmt in tree.body if not isinstance(stmt, _SCOPES)]
         if _any_within(step_lines, first, last):
-            for step in _step_loops(ctx, owner, body):
+            loops = [stmt for stmt in _statements(body) if isinstance(stmt, _LOOPS)]
+            if loops and ctx is None:  # (made for the first loop to test: most files need none)
+                from ..semantic import FileContext  # (semantic imports this package: import it late)
+
+                ctx = FileContext("<summary>", source, tree)
+            for step in _step_loops(ctx, owner, loops):
+                known = known or _call_roots(summary)
                 step[2] = {n: line for n, line in step[2].items() if n.split(".", 1)[0] in known}
                 if step[2]:
                     steps.append(step)
-        if _any_within(precision_lines, first, last):
-            if fp_lines is None:
-                fp_lines = _word_lines(text, _FP_WORDS)
-            Precision(owner, _any_within(fp_lines, first, last), models, amp_calls).scan(body)
-    amp_calls = [c for c in amp_calls if c[0].split(".", 1)[0] in known]
+        maybe_low = _any_within(low_lines, first, last)
+        if maybe_low or _any_within(other_lines, first, last):
+            if not maybe_low:
+                if fp_lines is None:
+                    fp_lines = _word_lines(text, _FP_WORDS)
+                maybe_low = _any_within(fp_lines, first, last)
+            Precision(owner, maybe_low, models, amp_calls).scan(body)
+    if amp_calls:
+        known = known or _call_roots(summary)
+        amp_calls = [c for c in amp_calls if c[0].split(".", 1)[0] in known]
     if steps:
         summary["steps"] = steps
     if models:
@@ -447,6 +456,11 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     if amp_calls:
         summary["amp_calls"] = amp_calls
     return summary
+
+
+def _call_roots(summary: Summary) -> set:
+    """Names a call read from the tree can start with and still reach project code (`self` too)."""
+    return _known_roots(summary["imports"], summary["classes"], summary["defs"]) | {"self"}
 
 
 # ----------------------------------------------------------------------------- step calls in text
@@ -462,8 +476,7 @@ _CALLED_PIECES = (re.compile(r"ptim\w*(?=\s*\()"), re.compile(r"PTIM\w*(?=\s*\()
 
 def step_call_lines(text: str) -> List[int]:
     """Sorted numbers of the lines (counted by '\\n' alone) that may call a training step."""
-    count = text.count
-    return sorted({count("\n", 0, pos) + 1 for pos in _step_calls(text)})
+    return _line_numbers(text, _step_calls(text))
 
 
 def might_step(text: str) -> bool:
@@ -518,14 +531,39 @@ def _word_start(text: str, pos: int) -> int:
 def _with_local_callers(lines: List[int], defs: Dict[str, Sequence], text: str) -> List[int]:
     """`lines` (sorted) plus the lines that call, by name, a function or method of the file that holds one of
     them, twice over: a loop calling a helper that steps is a step loop (FileContext looks two calls deep)."""
+    searched: Set[str] = set()  # (the lines calling these are in `lines` already)
     for _depth in range(2):
-        names = {qual.rpartition(".")[2] + "(" for qual, (first, last, _calls) in defs.items()
-                 if _any_within(lines, first, last)}
-        more = sorted(set(lines).union(_word_lines(text, sorted(names)))) if names else lines
-        if more == lines:
+        names = {qual.rpartition(".")[2] for qual, (first, last, _calls) in defs.items()
+                 if _any_within(lines, first, last)} - searched
+        if not names:
             break
-        lines = more
+        searched |= names
+        lines = sorted(set(lines).union(_line_numbers(text, _call_offsets(text, names))))
     return lines
+
+
+_CALLED_NAME_REV_RE = re.compile(r"\((\w+)")  # over the reversed text: `name(` (literal-led, fast in `re`)
+
+
+def _call_offsets(text: str, names: Set[str]) -> Iterable[int]:
+    """Offsets in the text of every `name(` for `names` (identifiers), found inside longer names too: for a
+    few names, one search each; for many, one pass over the reversed text, testing the name before every
+    `(` (a search of the whole text costs as much as ~30 names)."""
+    if len(names) <= 32:
+        return _word_offsets(text, [name + "(" for name in names])
+    backwards = {name[::-1] for name in names}
+    sizes = sorted({len(name) for name in names})
+    last = len(text) - 1
+    offsets: List[int] = []
+    for m in _CALLED_NAME_REV_RE.finditer(text[::-1]):
+        run = m.group(1)  # (the name before a `(`, backwards: a called name ends it, so starts `run`)
+        for size in sizes:
+            if size > len(run):
+                break
+            if run[:size] in backwards:
+                offsets.append(last - m.start())  # (the `(`: on the line the name starts)
+                break
+    return offsets
 
 
 def _may_step_on(text: str, step: int) -> bool:
@@ -548,17 +586,30 @@ def _may_step_on(text: str, step: int) -> bool:
 
 def _word_lines(text: str, words: Sequence[str]) -> List[int]:
     """Sorted numbers of the lines (counted by '\\n' alone) that hold one of `words`."""
-    hits = set()
-    count = text.count
+    return _line_numbers(text, _word_offsets(text, words))
+
+
+def _word_offsets(text: str, words: Iterable[str]) -> Iterator[int]:
+    """Offsets of every occurrence of each of `words` in the text."""
+    find = text.find
     for word in words:
-        pos = text.find(word)
-        line, done = 1, 0
+        pos = find(word)
         while pos != -1:
-            line += count("\n", done, pos)
-            done = pos
-            hits.add(line)
-            pos = text.find(word, pos + 1)
-    return sorted(hits)
+            yield pos
+            pos = find(word, pos + 1)
+
+
+def _line_numbers(text: str, offsets: Iterable[int]) -> List[int]:
+    """Sorted numbers of the lines (counted by '\\n' alone) that hold `offsets`: the text counted once."""
+    lines: List[int] = []
+    count = text.count
+    line, done = 1, 0
+    for pos in sorted(set(offsets)):
+        line += count("\n", done, pos)
+        done = pos
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
 
 
 def _any_within(lines: List[int], first: int, last: int) -> bool:
@@ -569,8 +620,9 @@ def _any_within(lines: List[int], first: int, last: int) -> bool:
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_BLOCKS = _SCOPES + _LOOPS + (ast.If, ast.With, ast.AsyncWith, ast.Try) + (
+_NESTING = _LOOPS + (ast.If, ast.With, ast.AsyncWith, ast.Try) + (  # statements holding statements of the body
     (ast.TryStar,) if hasattr(ast, "TryStar") else ()) + ((ast.Match,) if hasattr(ast, "Match") else ())
+_BLOCKS = _SCOPES + _NESTING
 
 
 def _bodies(tree: ast.Module) -> Iterator[Tuple[str, ast.AST]]:
@@ -591,7 +643,7 @@ def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
     while todo:
         stmt = todo.pop()
         yield stmt
-        if isinstance(stmt, _SCOPES):
+        if not isinstance(stmt, _NESTING):
             continue
         for name in ("body", "orelse", "finalbody"):
             block = getattr(stmt, name, None)
@@ -603,38 +655,48 @@ def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
             todo.extend(reversed(case.body))
 
 
-def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
+def _expressions(stmt: ast.stmt) -> List[ast.AST]:
     """The nodes of a statement that belong to it alone: a compound statement's header, or a simple
     statement whole (nested bodies are statements of their own in `_statements`)."""
     if not isinstance(stmt, _BLOCKS):
-        yield from _walk(stmt)
-        return
+        return _walk(stmt)
+    nodes: List[ast.AST] = []
     if isinstance(stmt, _SCOPES):
-        return
+        return nodes
     for name in ("test", "iter", "target", "subject"):
         value = getattr(stmt, name, None)
         if value is not None:
-            yield from _walk(value)
+            nodes += _walk(value)
     for item in getattr(stmt, "items", ()) or ():
-        yield from _walk(item)
+        nodes += _walk(item)
+    return nodes
 
 
-_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+# Fields that never hold a node a caller here looks at: contexts and operators (leaves), names and flags.
+_PLAIN_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "asname", "module", "level", "kind",
+                           "conversion", "is_async", "simple", "type_comment"})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {ast.Constant: ()}  # node class -> the fields that may hold nodes
 
 
-def _walk(node: ast.AST) -> Iterator[ast.AST]:
+def _walk(node: ast.AST) -> List[ast.AST]:
     """ast.walk (the same order) without the leaves no caller here looks at: contexts and operators."""
-    todo = deque([node])
-    pop, append, extend = todo.popleft, todo.append, todo.extend
-    while todo:
-        node = pop()
-        yield node
-        for name in node._fields:
+    nodes = [node]
+    append = nodes.append
+    fields = _CHILD_FIELDS
+    AST = ast.AST
+    for node in nodes:  # (breadth first: the list grows while it is read)
+        names = fields.get(node.__class__)
+        if names is None:
+            names = fields[node.__class__] = tuple(f for f in node._fields if f not in _PLAIN_FIELDS)
+        for name in names:
             value = getattr(node, name, None)
             if value.__class__ is list:
-                extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES))
-            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                for item in value:
+                    if isinstance(item, AST):
+                        append(item)
+            elif isinstance(value, AST):
                 append(value)
+    return nodes
 
 
 def call_text(func: ast.AST) -> Optional[str]:
@@ -679,11 +741,12 @@ def _loop_calls(loop: ast.AST) -> Dict[str, int]:
     return calls
 
 
-def _step_loops(ctx: Any, owner: str, body: Sequence[ast.stmt]) -> Iterator[list]:
-    """[owner, line, {called name: line}] for each step loop of a body (the innermost loop that steps)."""
-    for stmt in _statements(body):
-        if isinstance(stmt, _LOOPS) and ctx.is_step_loop_unwalked(stmt):
-            yield [owner, stmt.lineno, _loop_calls(stmt)]
+def _step_loops(ctx: Any, owner: str, loops: Sequence[ast.stmt]) -> Iterator[list]:
+    """[owner, line, {called name: line}] for each step loop of a body's `loops` (the innermost loop that
+    steps)."""
+    for loop in loops:
+        if ctx.is_step_loop_unwalked(loop):
+            yield [owner, loop.lineno, _loop_calls(loop)]
 
 
 # ----------------------------------------------------------------------------- precision
@@ -692,6 +755,9 @@ _AMP_LEVELS_LOW = ("O1", "O2", "O3", "auto")
 # Any of these in a body: it may set a reduced precision somewhere, so "trained in fp32" is not concluded.
 _FP_WORDS = ("float16", "bfloat16", "fp16", "bf16", "amp_level", "to_float", "mixed_precision", "half",
              "autocast", "amp.initialize", "auto_mixed_precision", "MixedPrecision", "param_dtype", "add_flags")
+# PRECISION_WORDS that hold one of _FP_WORDS (a body with one may set a reduced precision), and the others.
+_PRECISION_LOW = tuple(word for word in PRECISION_WORDS if any(fp in word for fp in _FP_WORDS))
+_PRECISION_OTHER = tuple(word for word in PRECISION_WORDS if word not in _PRECISION_LOW)
 _WRAPPERS = frozenset({"WithLossCell", "DataParallel", "DistributedDataParallel", "DDP"})
 _TRAIN_CELLS = frozenset({"TrainOneStepCell", "TrainOneStepWithLossScaleCell"})
 
@@ -856,18 +922,19 @@ class Precision:
             self.decided[local] = (dtype, how, line)
 
     def _call(self, call: ast.Call) -> None:
-        last = _last(call)
         first = self._model_name(call.args[0]) if call.args else None
-        if isinstance(call.func, ast.Attribute):
-            receiver = self._model_name(call.func.value)
-            if receiver is not None:
-                cast = _cast(call)
-                if cast is not None:
-                    self._decide(receiver, cast[0], cast[1], call.lineno)
-                elif last == "add_flags_recursive":
-                    flag = _kw(call, "fp16") or _kw(call, "bf16")
-                    if isinstance(flag, ast.Constant) and flag.value:
-                        self._decide(receiver, "fp16", "`add_flags_recursive(fp16=True)`", call.lineno)
+        receiver = self._model_name(call.func.value) if isinstance(call.func, ast.Attribute) else None
+        if first is None and receiver is None:
+            return  # (a call decides only about a model it is called on or passed)
+        last = _last(call)
+        if receiver is not None:
+            cast = _cast(call)
+            if cast is not None:
+                self._decide(receiver, cast[0], cast[1], call.lineno)
+            elif last == "add_flags_recursive":
+                flag = _kw(call, "fp16") or _kw(call, "bf16")
+                if isinstance(flag, ast.Constant) and flag.value:
+                    self._decide(receiver, "fp16", "`add_flags_recursive(fp16=True)`", call.lineno)
         if first is None:
             return
         if last == "initialize" and "amp" in (call_text(call.func) or ""):
