@@ -732,3 +732,19 @@ def test_files_with_the_same_bytes_share_one_summary(jobs, tmp_path, monkeypatch
     assert summaries["model_a/train.py"] is summaries["model_b/train.py"] and not summaries["model_a/train.py"]["light"]
     codes = {os.path.relpath(r.path, root).replace(os.sep, "/"): [f.code for f in r.findings] for r in results}
     assert codes["model_a/utils.py"] == codes["model_b/utils.py"] == codes["model_c/utils.py"] == ["ASC203", "ASC202"]
+
+
+def test_relpath_of_paths_as_given_from_the_root_and_from_elsewhere(tmp_path, monkeypatch):
+    """A run from the root takes discovery's relative paths as they are; any other spelling, or a run from
+    another directory, is normalised first: the same answers either way."""
+    from ascend_lint.project.index import ProjectIndex
+
+    root = tmp_path / "proj"
+    (root / "a").mkdir(parents=True)
+    index = ProjectIndex(str(root), None)
+    spellings = ["a/b.py", "./a/b.py", "a/../b.py", "a//b.py", "a/b.py/.", str(root / "a" / "b.py"), "../x.py", ""]
+    expected_rel = ["a/b.py", "a/b.py", "b.py", "a/b.py", "a/b.py", "a/b.py", None, None]
+    monkeypatch.chdir(root)
+    assert [index.relpath(p) for p in spellings] == expected_rel
+    monkeypatch.chdir(root / "a")
+    assert index.relpath("b.py") == "a/b.py" and index.relpath("../b.py") == "b.py"

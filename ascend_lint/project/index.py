@@ -127,6 +127,8 @@ class ProjectIndex:
     # ----------------------------------------------------------------- files
     def relpath(self, path: str) -> Optional[str]:
         """The path of a file relative to the root ('/'-separated), None when it lies outside."""
+        if path and not os.path.isabs(path) and not _needs_normalising(os.sep + path) and os.getcwd() == self.root:
+            return path.replace(os.sep, "/") if os.sep != "/" else path  # (a run from the root: discovery's paths)
         prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         absolute = path if path.startswith(prefix) and not _needs_normalising(path) else os.path.abspath(path)
         if not absolute.startswith(prefix):
