@@ -23,7 +23,7 @@ from .fileio import SourceError, SourceFile, check_size, decode_source, read_sou
 from .registry import code_matches, registered_codes
 from .rule import Finding, Rule, Severity, wants_precision
 from .project.model import ProjectModel
-from .project.summary import Summary, light_summary
+from .project.summary import Summary, summarize_text
 from .project.summary import summarize as summarize_tree
 from .project.view import ProjectView
 from .semantic import NULL_VIEW, FileContext, project_relative
@@ -325,16 +325,16 @@ class _Walk:
 
 def _summary_without_tree(text: str, path: str, light: Optional[Summary], precision: bool) -> Optional[Summary]:
     """The summary of a file the rules do not need to parse: its text-only summary, completed from a parse
-    only when its text may hold facts that need the tree (None: it does not parse)."""
-    summary = light if light is not None else light_summary(text, precision=precision)
-    if not summary.get("light"):
-        return summary
-    try:
-        with gc_paused():
-            tree = parse(text, path)
-    except SourceError:
-        return None
-    return summarize_tree(tree, text, None, summary, precision)
+    (of the parts that can hold them) only when its text may hold facts that need the tree (None: it does not
+    parse)."""
+    def parsed(source: str) -> Optional[ast.Module]:
+        try:
+            with gc_paused():
+                return parse(source, path)
+        except SourceError:
+            return None
+
+    return summarize_text(text, light, precision, parsed)
 
 
 class NoProject:

@@ -748,3 +748,103 @@ def test_relpath_of_paths_as_given_from_the_root_and_from_elsewhere(tmp_path, mo
     assert [index.relpath(p) for p in spellings] == expected_rel
     monkeypatch.chdir(root / "a")
     assert index.relpath("b.py") == "a/b.py" and index.relpath("../b.py") == "b.py"
+
+
+SKETCHED = '''\
+import torch
+from mindspore import Model
+OPTIMIZER = torch.optim.SGD
+
+
+class Trainer:
+    @staticmethod
+    def unrelated(
+            a,
+            b):
+        """Many lines no fact is read from."""
+        return [a for _ in range(b)]
+
+    def helper(self, opt):
+        opt.step()
+
+    def apply(self, opt):
+        self.helper(opt)
+
+    def train(self, loader, opt):
+        for x in loader:
+            self.apply(opt)  # (through the top-level `helper`: not a step loop)
+
+
+def helper(x):  # the name of a method that steps: kept among the file's local functions (it wins there)
+    return x
+
+
+async def fetch(x):
+    return [y async for y in x]
+
+
+def build(config):
+    net = Net(config)
+    return Model(net, amp_level="O2")
+
+
+for epoch in range(3):
+    loss.backward()
+    build(config)
+'''
+
+
+@pytest.mark.parametrize("precision", [False, True])
+@pytest.mark.parametrize("text", [SKETCHED, SKETCHED.replace("\n", "\r\n"), SKETCHED.replace("\n", "\r")])
+def test_a_file_no_rule_parses_is_summarised_from_the_parts_that_can_hold_its_facts(text, precision):
+    """summarize_text parses the functions and methods that may hold a step loop or a precision decision, and
+    module-level statements; the others are cut to `def name(): pass`. Its summary is that of the whole
+    file's tree (CRLF and lone-CR line ends too: a lone CR is parsed whole)."""
+    import ast
+
+    from ascend_lint.project.summary import light_summary, summarize, summarize_text
+
+    parsed: List[str] = []
+
+    def parse(source: str):
+        parsed.append(source)
+        return ast.parse(source)
+
+    light = light_summary(text, precision=precision)
+    whole = summarize(ast.parse(text), text, None, light, precision)
+    assert summarize_text(text, light, precision, parse) == whole
+    assert len(parsed) == 1
+    if "\r" in text.replace("\r\n", ""):
+        assert parsed == [text]
+    else:
+        assert whole["steps"] == [["", 38, {"build": 40}]] and bool(whole.get("models")) == precision
+        kept = parsed[0].splitlines()
+        assert len(kept) == len(text.splitlines())
+        assert "Many lines" not in parsed[0] and "async for" not in parsed[0]
+        assert kept[6:11] == ["    @staticmethod", "    def unrelated(): pass", "", "", ""]
+        assert ("Model(net" in parsed[0]) == precision and "opt.step()" in parsed[0]
+
+
+def test_the_whole_file_is_parsed_when_the_parts_do_not_parse_and_none_when_neither_does():
+    """A sketch that does not parse falls back to a parse of the whole file; a file that does not parse
+    there either gives no summary (no facts)."""
+    import ast
+
+    from ascend_lint.project.summary import light_summary, summarize_text
+
+    parsed: List[str] = []
+
+    def parse(source: str):
+        parsed.append(source)
+        try:
+            return ast.parse(source)
+        except SyntaxError:
+            return None
+
+    broken = SKETCHED.replace("return [a for", "return [a for for")  # (in a function the sketch cuts away)
+    assert summarize_text(broken, light_summary(broken), False, parse)["steps"]
+    assert len(parsed) == 1 and "for for" not in parsed[0]
+    broken = SKETCHED.replace("opt.step()", "opt.step(:")  # (in one it keeps)
+    parsed.clear()
+    assert summarize_text(broken, light_summary(broken), False, parse) is None
+    assert len(parsed) == 2 and parsed[1] == broken

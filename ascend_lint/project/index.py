@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 from ..heap import after_reading, give_back
 from .model import MODEL_SCHEMA, ProjectModel, module_id
 from .root import find_project_root
-from .summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, summarize
+from .summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, summarize, summarize_text
 from .view import ProjectView
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files contribute no facts (generated code, data)
@@ -307,10 +307,9 @@ class ProjectIndex:
                 continue
             raw = _read(path, st)
             text = _decode(raw) if raw is not None else None
-            tree = _parse(text) if text is not None else None
-            summary = summarize(tree, text, None, self.summaries.get(rel), self.precision) if tree is not None \
-                else _empty()
-            self.update(path, summary, hashlib.sha256(raw).hexdigest() if raw is not None else "",
+            summary = summarize_text(text, self.summaries.get(rel), self.precision, _parse) if text is not None \
+                else None
+            self.update(path, summary or _empty(), hashlib.sha256(raw).hexdigest() if raw is not None else "",
                         st.st_size, st.st_mtime_ns, time.time_ns())
 
     # ----------------------------------------------------------------- model

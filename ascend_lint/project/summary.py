@@ -408,14 +408,71 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
     summary = dict(light) if light is not None else light_summary(text, precision=precision)
     if not summary["light"]:
         return summary
+    return _with_tree_facts(summary, tree, text, ctx, _fact_lines(_parser_lines(text), summary["defs"], precision))
+
+
+def summarize_text(text: str, light: Optional[Summary], precision: bool,
+                   parse: Callable[[str], Optional[ast.Module]]) -> Optional[Summary]:
+    """`summarize` for a file no rule parses, from a parse (`parse(text)`: None when it fails) of only what
+    can hold its tree facts (see `_fact_sketch`); the whole file is parsed when that part does not parse.
+    None: the file does not parse."""
+    summary = dict(light) if light is not None else light_summary(text, precision=precision)
+    if not summary["light"]:
+        return summary
+    lines = _fact_lines(_parser_lines(text), summary["defs"], precision)
+    sketch = _fact_sketch(text, summary["defs"], sorted(set().union(*lines)))
+    tree = parse(sketch) if sketch is not None else None
+    if tree is None:
+        tree = parse(text)
+        if tree is None:
+            return None
+    return _with_tree_facts(summary, tree, text, None, lines)
+
+
+def _parser_lines(text: str) -> str:
+    """The text with its lines ended by '\n' alone, as the parser counts them (a lone '\r' ends one too)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+FactLines = Tuple[List[int], List[int], List[int]]
+
+
+def _fact_lines(text: str, defs: Dict[str, Sequence], precision: bool) -> FactLines:
+    """The sorted numbers of the lines where the tree facts may lie: step calls (and the local calls that
+    reach them), and the two kinds of PRECISION_WORDS (none when precision is not gathered)."""
+    return (_with_local_callers(step_call_lines(text), defs, text),
+            _word_lines(text, _PRECISION_LOW) if precision else [],
+            _word_lines(text, _PRECISION_OTHER) if precision else [])
+
+
+def _fact_sketch(text: str, defs: Dict[str, Sequence], lines: List[int]) -> Optional[str]:
+    """The text with every top-level function and method whose lines hold none of `lines` cut down to
+    `def name(): pass` on its first line, blank lines after it: a parse of the rest reads the same facts
+    (line numbers, the file's local function names and its module-level statements are kept; a function
+    without such a line neither steps nor makes a loop step), at a fraction of the cost. None: nothing to cut,
+    or lines the text summary may count otherwise (a lone '\r')."""
+    pieces: Optional[List[str]] = None
+    for qual, (first, last, _calls) in defs.items():
+        if last <= first or _any_within(lines, first, last):
+            continue
+        if pieces is None:
+            if "\r" in text:
+                text = text.replace("\r\n", "\n")
+                if "\r" in text:
+                    return None
+            pieces = text.split("\n")
+        head = pieces[first - 1] if first <= len(pieces) else ""
+        if not head.lstrip().startswith(("def", "async")):
+            return None  # (not the line the text summary read the function on: parse it all)
+        pieces[first - 1] = head[:len(head) - len(head.lstrip())] + "def " + qual.rpartition(".")[2] + "(): pass"
+        pieces[first:last] = [""] * (min(last, len(pieces)) - first)
+    return "\n".join(pieces) if pieces is not None else None
+
+
+def _with_tree_facts(summary: Summary, tree: ast.Module, source: str, ctx: Any, lines: FactLines) -> Summary:
+    """`summary` (a copy of a text summary) with the step loops and precision decisions read from `tree`."""
     summary["light"] = False
-    source = text  # (a FileContext reads the text as given)
-    if "\r" in text:  # (lines as the parser counts them: a lone '\r' ends one too)
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    step_lines = _with_local_callers(step_call_lines(text), summary["defs"], text)
-    # the lines of PRECISION_WORDS, in two parts (none when precision is not gathered)
-    low_lines = _word_lines(text, _PRECISION_LOW) if precision else []
-    other_lines = _word_lines(text, _PRECISION_OTHER) if precision else []
+    step_lines, low_lines, other_lines = lines
     fp_lines: Optional[List[int]] = None
     known: Optional[set] = None  # (made when a step loop or a call is found: most files have none)
     steps: List[list] = []
@@ -433,7 +490,7 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
             if loops and ctx is None:  # (made for the first loop to test: most files need none)
                 from ..semantic import FileContext  # (semantic imports this package: import it late)
 
-                ctx = FileContext("<summary>", source, tree)
+                ctx = FileContext("<summary>", source, tree)  # (it reads the source as given)
             for step in _step_loops(ctx, owner, loops):
                 known = known or _call_roots(summary)
                 step[2] = {n: line for n, line in step[2].items() if n.split(".", 1)[0] in known}
@@ -443,7 +500,7 @@ def summarize(tree: ast.Module, text: str, ctx: Any = None, light: Optional[Summ
         if maybe_low or _any_within(other_lines, first, last):
             if not maybe_low:
                 if fp_lines is None:
-                    fp_lines = _word_lines(text, _FP_WORDS)
+                    fp_lines = _word_lines(_parser_lines(source), _FP_WORDS)
                 maybe_low = _any_within(fp_lines, first, last)
             Precision(owner, maybe_low, models, amp_calls).scan(body)
     if amp_calls:
