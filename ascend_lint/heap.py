@@ -4,8 +4,8 @@ A run reads and parses every file: large blocks (a file's text, a parse's buffer
 objects allocated meanwhile (summaries, findings) live on. glibc's `malloc` keeps the pages of the freed
 blocks mapped when such an object lies above them in its heap, so the resident size grows with the files
 read, not with what the run keeps. `malloc_trim(0)` returns every free page in the heap; it costs about a
-millisecond, so it is called between phases (after the project's summaries, after each batch of linted
-files, after the final model) and after every `PERIOD` bytes of files read (`after_reading`). Elsewhere (another C library, no ctypes) it does
+millisecond, so it is called between phases (after the project's summaries, after the lint pass,
+after the final model) and after every `PERIOD` bytes of files read (`after_reading`). Elsewhere (another C library, no ctypes) it does
 nothing.
 """
 from __future__ import annotations

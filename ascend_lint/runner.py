@@ -4,7 +4,9 @@ With a project index (every face but bare API calls has one), a run is:
 1. the index gives every project file's summary: stored ones for unchanged bytes, a cheap text-only one
    for the rest (made in the worker processes with `jobs > 1`); the *provisional* model is built from them
    (before any worker is forked), and the objects then alive are left out of the GC's passes;
-2. files whose findings are not in the cache are linted ONCE against the provisional model; the same
+2. files whose findings are not in the cache are linted ONCE against the provisional model, in one pass
+   (one set of worker processes: linting the files with step loops first, against a model refreshed with
+   them, spared a few files a second lint but cost more in forked workers than it saved); the same
    parse gives their full summary (no second parse), read before the rules run so that the roles the
    file's own step loops give its functions are in its answers already, and their deps (the model
    questions asked);
@@ -155,18 +157,8 @@ def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, 
         else:
             todo.append((path, None))
     hashing = any(g.cache is not None for g in groups) or index is not None
-    outcomes: List[Outcome] = []
-    batches = _batches(todo, index)
-    for number, batch in enumerate(batches, 1):
-        outcomes += _run_groups(groups, group_of, batch, sizes, jobs, hashing, keep_sources, index)
-        give_back()  # (the texts and trees of the batch)
-        if index is not None and number < len(batches):  # the next batch sees the step loops and precision
-            for outcome in outcomes:  # decisions this one found (the rest waits for the final model)
-                if outcome.summarized and not outcome.hit and index.gains_tree_facts(outcome.path, outcome.summary):
-                    index.update(outcome.path, outcome.summary, outcome.sha, outcome.size, outcome.mtime_ns,
-                                 outcome.read_ns)
-            index.model()
-            spare()
+    outcomes = _run_groups(groups, group_of, todo, sizes, jobs, hashing, keep_sources, index)
+    give_back()  # (the texts and trees of the pass)
     for outcome in outcomes:
         path = outcome.path
         group = group_of[path]
@@ -227,19 +219,6 @@ def _run_groups(groups: Sequence[Group], group_of: Mapping[str, Group], todo: Li
     finally:
         _PROJECT_FOR_WORKERS = None
     return outcomes
-
-
-def _batches(todo: List[Tuple[str, Optional[str]]], index) -> List[List[Tuple[str, Optional[str]]]]:
-    """With a project, files whose syntax trees hold project facts (step loops, precision decisions) go
-    first, so the model the others are linted against already has those facts (fewer files linted twice)."""
-    if index is None:
-        return [todo]
-    first, rest = [], []
-    for item in todo:
-        rel = index.relpath(item[0])
-        summary = index.summaries.get(rel) if rel is not None else None
-        (first if summary is None or summary.get("light") else rest).append(item)
-    return [batch for batch in (first, rest) if batch]
 
 
 # ----------------------------------------------------------------------------- one file

@@ -266,13 +266,6 @@ class ProjectIndex:
             if self.store is not None:
                 self.store.put(rel, size, mtime_ns, read_ns, sha, summary, self.shape(rel))
 
-    def gains_tree_facts(self, path: str, summary: Optional[Summary]) -> bool:
-        """Would `update(path, summary)` only add facts read from the tree to a text-only summary (a cheap
-        model refresh, not a rebuild)?"""
-        rel = self.relpath(path)
-        old = self.summaries.get(rel) if rel is not None else None
-        return old is not None and summary is not None and tree_facts_only(old, summary)
-
     def refresh(self, path: str, text: str, tree: Any = None) -> None:
         """Replace one file's summary from a buffer (stdin, an editor, flake8's lines); nothing is stored."""
         rel = self.relpath(path)
