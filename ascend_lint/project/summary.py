@@ -445,6 +445,9 @@ def _fact_lines(text: str, defs: Dict[str, Sequence], precision: bool) -> FactLi
             _word_lines(text, _PRECISION_OTHER) if precision else [])
 
 
+_DEF_LINE_RE = re.compile(r"([ \t]*)(?:async[ \t]+)?def[ \t]")
+
+
 def _fact_sketch(text: str, defs: Dict[str, Sequence], lines: List[int]) -> Optional[str]:
     """The text with every top-level function and method whose lines hold none of `lines` cut down to
     `def name(): pass` on its first line, blank lines after it: a parse of the rest reads the same facts
@@ -462,9 +465,10 @@ def _fact_sketch(text: str, defs: Dict[str, Sequence], lines: List[int]) -> Opti
                     return None
             pieces = text.split("\n")
         head = pieces[first - 1] if first <= len(pieces) else ""
-        if not head.lstrip().startswith(("def", "async")):
+        found = _DEF_LINE_RE.match(head)
+        if found is None:
             return None  # (not the line the text summary read the function on: parse it all)
-        pieces[first - 1] = head[:len(head) - len(head.lstrip())] + "def " + qual.rpartition(".")[2] + "(): pass"
+        pieces[first - 1] = found.group(1) + "def " + qual.rpartition(".")[2] + "(): pass"
         pieces[first:last] = [""] * (min(last, len(pieces)) - first)
     return "\n".join(pieces) if pieces is not None else None
 
