@@ -1,6 +1,7 @@
 """Property tests: linting never raises, whatever the program (generated or mutated)."""
 from __future__ import annotations
 
+import ast
 import os
 import textwrap
 from pathlib import Path
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ascend_lint.config import Settings
 from ascend_lint.engine import Linter
+from ascend_lint.project.summary import light_summary, summarize, summarize_text
 from ascend_lint.rule import Docs, Rule
 from conftest import REGISTRY
 
@@ -50,8 +52,8 @@ def test_generated_programs(source):
 
 
 @st.composite
-def mutated(draw):
-    text = draw(st.sampled_from(CORPUS))
+def mutated(draw, corpus=CORPUS):
+    text = draw(st.sampled_from(corpus))
     lines = text.splitlines(keepends=True) or [""]
     for _ in range(draw(st.integers(1, 4))):
         op = draw(st.sampled_from(["drop", "dup", "swap", "cut", "insert", "indent"]))
@@ -88,3 +90,25 @@ def test_mutated_fixtures(source):
 def test_arbitrary_bytes(raw):
     result = LINTER.lint_bytes(PRELUDE.encode() + raw, "fuzz.py")
     assert all(f.code for f in result.findings)
+
+
+def _parsed_or_none(source: str):
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+STEPPING = [text for text in CORPUS if light_summary(text)["light"]]  # (texts whose summary needs a tree)
+
+
+@FUZZ_SETTINGS
+@given(mutated(STEPPING), st.booleans())
+def test_a_partial_parse_reads_the_facts_a_whole_parse_reads(source, precision):
+    """The summary of a file no rule parses, read from a parse of only the functions that may hold its tree
+    facts, is the summary read from the whole file's tree whenever the whole file parses."""
+    light = light_summary(source, precision=precision)
+    whole = _parsed_or_none(source)
+    partial = summarize_text(source, light, precision, _parsed_or_none)
+    if whole is not None:
+        assert partial == summarize(whole, source, None, light, precision)
