@@ -11,16 +11,16 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, TextIO, T
 
 from . import __version__
 from .config import ConfigError, ConfigResolver, Settings, load_settings, rebase_pattern
-from .discovery import DiscoveryReport, Target, discover
+from .pipeline.discovery import DiscoveryReport, Target, discover
 from .docs import fix_label, measured, precision_label, rule_text, rules_markdown, status
-from .engine import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
+from .engine.linter import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
 from .fileio import SourceError, read_source, split_lines
-from .project.root import find_project_root
+from .pipeline.root import find_project_root
 from .registry import Registry, RegistryError, load_registry, print_warnings
 from .reporters import FORMATS, Report, display_path, get_reporter
 from .rule import Applicability, Finding, Rule, wants_precision
 from .sanitize import sanitize, sanitize_lines
-from .workspace import Configured, Workspace
+from .pipeline.workspace import Configured, Workspace
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -290,7 +290,7 @@ def run_check(args: argparse.Namespace) -> int:
         return add_noqa(results)
     fixed = 0
     if settings.fix or args.diff:
-        from .fixer import fix_results  # libcst is imported only on this path
+        from .fix.fixer import fix_results  # libcst is imported only on this path
 
         outcome = fix_results(results, configured.linter(settings), settings, diff=args.diff,
                               show=args.show_fixes, linters=configured.linter_for)
@@ -306,7 +306,7 @@ def lint_projects(args: argparse.Namespace, paths: Sequence[str], configured: Wo
                   targets: Sequence[Target], registry: Registry, keep_sources: bool) -> List[FileResult]:
     """Lint the targets project by project (one project model each), each file with its configuration's
     Linter and result cache."""
-    from .runner import Group, lint_groups
+    from .pipeline.runner import Group, lint_groups
 
     projects: Dict[str, List[Configured]] = {}
     for group in configured.groups(targets):  # (the project root: project/root.py decides it)
@@ -320,7 +320,7 @@ def lint_projects(args: argparse.Namespace, paths: Sequence[str], configured: Wo
         for group in groups:
             cache = None
             if not args.no_cache:
-                from .cache import ResultCache
+                from .pipeline.cache import ResultCache
 
                 cache = ResultCache.open(group.settings, group.linter.rules, registry.fingerprint(), project=True)
             runs.append(Group(group.linter, group.targets, cache))
@@ -333,7 +333,7 @@ def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namesp
                  precision: bool = True):
     """The project index of the linted paths (the project model's one entry point); `precision`: does an
     enabled rule read the training precision it gathers?"""
-    from .project.index import ProjectIndex
+    from .pipeline.index import ProjectIndex
 
     return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed, resolver=resolver,
                              jobs=_jobs(args), precision=precision)
@@ -356,7 +356,7 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry,
     result = linter.lint_bytes(raw, path)
     fixed = 0
     if settings.fix or args.diff:
-        from .fixer import fix_stdin
+        from .fix.fixer import fix_stdin
 
         output, fixed, result = fix_stdin(raw, result, linter, settings, diff=args.diff)
         if isinstance(output, bytes):  # the fixed source, in the input's own encoding and newlines
@@ -395,11 +395,11 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
     for result in results:  # each file's own `extend-safe-fixes` / `extend-unsafe-fixes`
         own = linter_for(result.path).settings if linter_for and result.findings else settings
         if own.extend_safe_fixes or own.extend_unsafe_fixes:
-            from .fixer import apply_fix_settings  # cheap: libcst is imported only to apply a fix
+            from .fix.fixer import apply_fix_settings  # cheap: libcst is imported only to apply a fix
 
             apply_fix_settings(result.findings, own)
     findings = sorted_findings(results)
-    from .runner import SourceLines
+    from .pipeline.runner import SourceLines
 
     sources = SourceLines(results)  # read one file at a time, only where a snippet is shown
     fmt = settings.output_format or "full"
@@ -542,9 +542,9 @@ def write_porting_hint(results: Sequence[FileResult], out: TextIO) -> None:
 
 def add_noqa(results: Sequence[FileResult]) -> int:
     """Append `# noqa: CODES` to every reported line; written under the same policy as `--fix`."""
-    from .engine import parse
+    from .engine.linter import parse
     from .fileio import SourceError, write_source
-    from .noqa import add_noqa_to_lines
+    from .engine.noqa import add_noqa_to_lines
 
     total = 0
     for result in results:

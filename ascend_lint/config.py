@@ -31,6 +31,8 @@ MAX_VALUES = 10_000  # keys, items and scalars inside [tool.ascend-lint]
 MAX_EXTENDS = 32  # configuration files in one `extend` chain
 CONFIG_NAMES = YAML_NAMES + ("pyproject.toml",)
 
+DEFAULT_CACHE_DIR = ".ascend_lint_cache"  # the result cache's directory, relative to the project root
+
 
 class ConfigError(Exception):
     """Bad configuration: reported with exit code 2."""
@@ -511,7 +513,6 @@ class ConfigResolver:
 
 def _absolute_cache_dir(settings: Settings) -> Settings:
     """The run's cache directory as an absolute path, so that it stays one place for every configuration."""
-    from .cache import DEFAULT_DIR  # (cache imports config)
 
-    where = os.path.join(os.path.abspath(settings.project_root), settings.cache_dir or DEFAULT_DIR)
+    where = os.path.join(os.path.abspath(settings.project_root), settings.cache_dir or DEFAULT_CACHE_DIR)
     return replace(settings, cache_dir=where)

@@ -9,7 +9,7 @@ from typing import Iterable, List, Optional, Type
 
 from .core_rules import PARSE_ERROR_CODE
 from .rule import Rule
-from .training_code import NOT_TRAINING_CODE
+from .analysis.training_code import NOT_TRAINING_CODE
 
 HEADER = """# Rules
 

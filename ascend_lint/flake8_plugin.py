@@ -19,11 +19,11 @@ from typing import Any, ClassVar, Dict, Iterator, Optional, Sequence, Tuple
 
 from . import __version__
 from .config import TARGETS, ConfigError, ConfigResolver, load_settings
-from .engine import Linter
+from .engine.linter import Linter
 from .fileio import SourceError, check_size
 from .sanitize import sanitize
 from .registry import PARSE_ERROR_CODE, RegistryError, load_registry, print_warnings
-from .workspace import Workspace
+from .pipeline.workspace import Workspace
 
 Error = Tuple[int, int, str, type]
 

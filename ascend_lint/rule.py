@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .semantic import FileContext
+    from .analysis.semantic import FileContext
 
 
 class Severity(str, enum.Enum):

@@ -26,17 +26,17 @@ from pygls.uris import to_fs_path
 from . import __version__
 from .config import CONFIG_NAMES, TARGETS, ConfigError, ConfigResolver, Settings, load_settings
 from .core_rules import PARSE_ERROR_CODE, UNUSED_NOQA_CODE
-from .discovery import Excluder
+from .pipeline.discovery import Excluder
 from .docs import rule_markdown, rule_url
-from .edits import TextEdit, fix_edits
-from .engine import Linter, error_finding, parse
+from .fix.edits import TextEdit, fix_edits
+from .engine.linter import Linter, error_finding, parse
 from .fileio import SourceError, read_source, split_lines
-from .noqa import NOQA_RE, add_noqa_to_lines
-from .project.root import is_marked
-from .project.view import replay
+from .engine.noqa import NOQA_RE, add_noqa_to_lines
+from .pipeline.root import is_marked
+from .analysis.view import replay
 from .registry import Registry, RegistryError, load_registry
 from .rule import Applicability, Finding, Rule, Severity
-from .workspace import Workspace
+from .pipeline.workspace import Workspace
 
 SECTION = "ascend-lint"
 DEBOUNCE_SECONDS = 0.25  # a burst of changes is linted once, this long after the last
@@ -445,7 +445,7 @@ class AscendLintServer(LanguageServer):
         return positions.edit(TextEdit(f.line, 1, f.line, len(line) + 1, changed[0]))
 
     def fix_all_action(self, uri: str, state: DocumentState, positions: Positions) -> Optional[types.CodeAction]:
-        from .fixer import fix_text, is_applicable
+        from .fix.fixer import fix_text, is_applicable
 
         settings = state.linter.settings
         if not any(is_applicable(f, settings) for f in state.findings):

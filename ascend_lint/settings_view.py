@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Any, List, Sequence, Type
 
 from .config import KEYS, ORIGIN_FIELDS, PER_PROJECT, RUN_WIDE, Settings
-from .project.root import find_project_root
+from .pipeline.root import find_project_root
 from .rule import Rule
 
 ATTR_TO_KEY = {attr: key for key, (attr, _, _) in KEYS.items()}

@@ -22,10 +22,10 @@ from typing import List, Tuple
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from ascend_lint.discovery import discover  # noqa: E402
+from ascend_lint.pipeline.discovery import discover  # noqa: E402
 from ascend_lint.config import Settings  # noqa: E402
 from ascend_lint.fileio import SourceError, read_source  # noqa: E402
-from ascend_lint.fixer import is_applicable  # noqa: E402
+from ascend_lint.fix.fixer import is_applicable  # noqa: E402
 from ascend_lint.registry import load_registry  # noqa: E402
 
 _STATE: dict = {}

@@ -50,8 +50,10 @@ def _timed(owner: object, name: str, key: str, spent: Dict[str, float], depth: L
 def measure(tree: str) -> Dict[str, float]:
     """One cold run over `tree` in this process; CPU seconds per phase and the parse floor."""
     import ascend_lint.cli as cli
-    from ascend_lint import engine, runner
-    from ascend_lint.project import index, model
+    from ascend_lint.engine import linter as engine
+    from ascend_lint.pipeline import runner
+    from ascend_lint.analysis import model
+    from ascend_lint.pipeline import index
 
     spent: Dict[str, float] = {}
     targets = [(cli, "discover", "discovery"), (index, "_summarise_files", "summaries"),
@@ -91,7 +93,7 @@ def measure(tree: str) -> Dict[str, float]:
 
 def _lintable(tree: str) -> List[str]:
     from ascend_lint.config import load_settings
-    from ascend_lint.discovery import discover
+    from ascend_lint.pipeline.discovery import discover
 
     targets, _ = discover([tree], load_settings(None, True, tree))
     return [t.path for t in targets]

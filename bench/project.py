@@ -42,10 +42,10 @@ t0 = time.perf_counter()
 mode, root, cache_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 paths = sys.argv[4:] or [root]
 from ascend_lint.config import load_settings
-from ascend_lint.discovery import discover
-from ascend_lint.engine import Linter, NoProject
+from ascend_lint.pipeline.discovery import discover
+from ascend_lint.engine.linter import Linter, NoProject
 from ascend_lint.registry import load_registry, select_rules
-from ascend_lint.runner import lint_targets
+from ascend_lint.pipeline.runner import lint_targets
 os.chdir(root)
 settings = load_settings(None, True, root)
 if cache_dir != "-":
@@ -57,16 +57,16 @@ cache = index = None
 if mode == "baseline":
     linter = Linter(rules, settings, project=NoProject())
     if cache_dir != "-":
-        from ascend_lint.cache import ResultCache
+        from ascend_lint.pipeline.cache import ResultCache
         cache = ResultCache.open(settings, rules, registry.fingerprint())
 else:
-    from ascend_lint.project.index import ProjectIndex
+    from ascend_lint.pipeline.index import ProjectIndex
     linter = Linter(rules, settings)
     from ascend_lint.rule import wants_precision
     index = ProjectIndex.open(paths, settings, cache=cache_dir != "-", listed=[t.path for t in targets],
                               precision=wants_precision(rules))
     if cache_dir != "-":
-        from ascend_lint.cache import ResultCache
+        from ascend_lint.pipeline.cache import ResultCache
         cache = ResultCache.open(settings, rules, registry.fingerprint(), project=True)
 results = lint_targets(linter, targets, 1, cache=cache, keep_sources=False, index=index)
 print(json.dumps({"wall": time.perf_counter() - t0, "files": len(targets),

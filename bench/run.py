@@ -117,7 +117,7 @@ def cache_root() -> str:
 def lintable(root: str) -> List[str]:
     """The files ascend-lint lints under `root` (its own discovery, default excludes), relative."""
     from ascend_lint.config import Settings
-    from ascend_lint.discovery import discover
+    from ascend_lint.pipeline.discovery import discover
 
     targets, _ = discover([root], Settings(project_root=root, respect_gitignore=False))
     return [os.path.relpath(t.path, root) for t in targets]

@@ -7,7 +7,7 @@ from typing import List, Optional, Sequence
 import pytest
 
 from ascend_lint.config import Settings
-from ascend_lint.engine import Linter
+from ascend_lint.engine.linter import Linter
 from ascend_lint.registry import load_registry
 from ascend_lint.rule import Finding
 

@@ -21,9 +21,9 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages as pyflakes_messages
 
-from ascend_lint import fixer
+from ascend_lint.fix import fixer
 from ascend_lint.config import Settings
-from ascend_lint.engine import Linter
+from ascend_lint.engine.linter import Linter
 from ascend_lint.fileio import SourceError
 
 # The pyflakes messages a fix could cause, with the flake8 code that `# noqa` silences them by.
@@ -36,7 +36,7 @@ def pyflakes_counts(text: str, path: str = "m.py") -> Counter:
     """(message kind, its arguments) -> count, for the kinds a fix could cause (positions left out), minus
     those a `# noqa` on their line silences as flake8 would."""
     from ascend_lint.fileio import split_lines
-    from ascend_lint.noqa import line_codes
+    from ascend_lint.engine.noqa import line_codes
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

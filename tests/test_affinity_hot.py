@@ -488,7 +488,7 @@ def test_metadata_matches_the_catalogue():
 
 # --------------------------------------------------------------------------- semantic model
 def test_step_function_counts_only_when_a_step_loop_calls_it():
-    from ascend_lint.semantic import FileContext
+    from ascend_lint.analysis.semantic import FileContext
 
     src = textwrap.dedent("""
     def step(batch):

@@ -12,7 +12,7 @@ from typing import List
 import pytest
 
 from ascend_lint.cli import main
-from ascend_lint.edits import TextEdit
+from ascend_lint.fix.edits import TextEdit
 
 RUFF = Path(sys.executable).with_name("ruff")
 ASCEND = Path(sys.executable).with_name("ascend-lint")
@@ -241,7 +241,7 @@ def test_json_edits_do_what_fix_does(project, capsys, case):
 
 
 def test_text_edit_round_trip():
-    from ascend_lint.edits import diff_edits
+    from ascend_lint.fix.edits import diff_edits
 
     old, new = "a = 1\nb = 2\nc = 3\n", "a = 1\nimport x\nb = 20\nc = 3\n"
     edits = diff_edits(old, new)

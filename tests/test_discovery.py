@@ -6,7 +6,7 @@ import os
 import pytest
 
 from ascend_lint.config import Settings
-from ascend_lint.discovery import discover
+from ascend_lint.pipeline.discovery import discover
 
 
 def names(root, settings=None, paths=None):
@@ -71,7 +71,7 @@ def test_directory_named_like_a_python_file_is_walked(tmp_path):
 
 
 def test_rejected_patterns_are_one_warning_each_and_the_walk_goes_on(tmp_path):
-    from ascend_lint.discovery import DiscoveryReport
+    from ascend_lint.pipeline.discovery import DiscoveryReport
 
     (tmp_path / ".git").mkdir()
     (tmp_path / ".gitignore").write_text("ok_ignored.py\n!\n\\\n[z-a].py\n")
@@ -99,7 +99,7 @@ def test_warnings_are_printed_when_no_report_is_given(tmp_path, capsys):
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any directory")
 def test_unreadable_directory_is_reported(tmp_path):
-    from ascend_lint.discovery import DiscoveryReport
+    from ascend_lint.pipeline.discovery import DiscoveryReport
 
     (tmp_path / "locked").mkdir()
     (tmp_path / "locked" / "a.py").write_text("x = 1\n")
@@ -116,7 +116,8 @@ def test_unreadable_directory_is_reported(tmp_path):
 
 def test_unreadable_directory_fails_the_cli_run(tmp_path, monkeypatch, capsys):
     """Through the CLI: a directory that cannot be listed is an ASC000 finding (exit 1), not a silent skip."""
-    from ascend_lint import cli, discovery
+    from ascend_lint import cli
+    from ascend_lint.pipeline import discovery
 
     (tmp_path / "b.py").write_text("x = 1\n")
     real = os.scandir
@@ -134,7 +135,7 @@ def test_unreadable_directory_fails_the_cli_run(tmp_path, monkeypatch, capsys):
 
 
 def test_gitignore_lookup_stops_at_the_project_root_and_reads_each_file_once(tmp_path, monkeypatch):
-    from ascend_lint import discovery
+    from ascend_lint.pipeline import discovery
 
     (tmp_path / ".gitignore").write_text("*.py\n")  # above the project root: not consulted
     project = tmp_path / "project"
@@ -165,7 +166,7 @@ def _age(root, seconds=10):
 
 
 def test_a_cached_listing_gives_what_a_fresh_walk_gives_after_each_change(tmp_path):
-    from ascend_lint.discovery import Listing
+    from ascend_lint.pipeline.discovery import Listing
 
     settings = Settings(project_root=str(tmp_path))
     listing = Listing(Listing.key_for(settings))
@@ -197,8 +198,8 @@ def test_a_cached_listing_gives_what_a_fresh_walk_gives_after_each_change(tmp_pa
 
 def test_the_project_stores_listing_is_read_back(tmp_path):
     """A listing saved by the project store is valid when read back (not re-listed on every run)."""
-    from ascend_lint.cache import ProjectStore
-    from ascend_lint.discovery import Listing
+    from ascend_lint.pipeline.cache import ProjectStore
+    from ascend_lint.pipeline.discovery import Listing
 
     settings = Settings(project_root=str(tmp_path), cache_dir=str(tmp_path / ".cache"))
     (tmp_path / "pkg").mkdir()

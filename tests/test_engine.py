@@ -7,9 +7,9 @@ import textwrap
 import pytest
 
 from ascend_lint.config import Settings
-from ascend_lint.engine import Linter
+from ascend_lint.engine.linter import Linter
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.semantic import FileContext
+from ascend_lint.analysis.semantic import FileContext
 from conftest import REGISTRY, lint
 
 
@@ -49,7 +49,7 @@ def test_columns_count_characters_on_non_ascii_lines():
 
 
 def test_files_without_trigger_text_are_not_parsed(monkeypatch):
-    import ascend_lint.engine as engine
+    import ascend_lint.engine.linter as engine
 
     calls = []
     real = engine.parse

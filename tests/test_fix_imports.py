@@ -5,7 +5,7 @@ import ast
 
 import pytest
 
-from ascend_lint.fix_imports import (anchor_line, clean_unused_imports, import_facts, import_statement,
+from ascend_lint.fix.imports import (anchor_line, clean_unused_imports, import_facts, import_statement,
                                      import_usage, newly_unused, plan)
 
 

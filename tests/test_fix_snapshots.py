@@ -14,9 +14,10 @@ from typing import List, Tuple
 
 import pytest
 
-from ascend_lint import cli, fixer
+from ascend_lint import cli
+from ascend_lint.fix import fixer
 from ascend_lint.config import Settings
-from ascend_lint.engine import Linter
+from ascend_lint.engine.linter import Linter
 from ascend_lint.fileio import decode_source
 from ascend_lint.rule import Applicability
 

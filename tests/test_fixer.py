@@ -17,9 +17,10 @@ from typing import List, Optional, Sequence, Type
 
 import pytest
 
-from ascend_lint import cli, fixer
+from ascend_lint import cli
+from ascend_lint.fix import fixer
 from ascend_lint.config import Settings
-from ascend_lint.engine import Linter
+from ascend_lint.engine.linter import Linter
 from ascend_lint.fileio import split_lines
 from ascend_lint.registry import Registry
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule

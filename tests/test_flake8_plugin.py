@@ -137,7 +137,7 @@ def test_bad_target_in_flake8_config(project):
 # --------------------------------------------------------------------------- --ascend-preview / --ascend-target
 def _example(rules: List[Type[Rule]], needs_npu_flag: bool = False) -> Optional[tuple]:
     """(rule, source) with a flagged example that reports only under the given condition."""
-    from ascend_lint.engine import NPU_HINTS
+    from ascend_lint.engine.linter import NPU_HINTS
 
     for rule in rules:
         for src in rule.flagged:

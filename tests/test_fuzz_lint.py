@@ -10,8 +10,8 @@ import hypothesmith
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ascend_lint.config import Settings
-from ascend_lint.engine import Linter
-from ascend_lint.project.summary import light_summary, summarize, summarize_text
+from ascend_lint.engine.linter import Linter
+from ascend_lint.analysis.summary import light_summary, summarize, summarize_text
 from ascend_lint.rule import Docs, Rule
 from conftest import REGISTRY
 

@@ -264,7 +264,7 @@ def test_a_cached_listing_follows_an_edited_nested_configuration(tmp_path):
     one configuration is listed again when the configuration that applies to it changes."""
     import time
 
-    from ascend_lint.discovery import Listing, discover
+    from ascend_lint.pipeline.discovery import Listing, discover
 
     (tmp_path / "pyproject.toml").write_text("[tool.ascend-lint]\n")
     for rel in ["a.py", "model/m.py", "model/gen/g.py"]:

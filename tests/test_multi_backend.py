@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from ascend_lint.semantic import FileContext
+from ascend_lint.analysis.semantic import FileContext
 from conftest import lint
 
 HEAD = "import torch\nimport torch_npu\n"

@@ -1,7 +1,7 @@
 """Suppression comments."""
 from __future__ import annotations
 
-from ascend_lint.noqa import add_noqa_to_lines, file_codes, line_codes
+from ascend_lint.engine.noqa import add_noqa_to_lines, file_codes, line_codes
 from conftest import codes
 
 BAD = "y = x.t().contiguous() @ w.npu()"

@@ -7,7 +7,7 @@ import pytest
 
 from ascend_lint.cli import main
 from ascend_lint.config import Settings
-from ascend_lint.engine import NPU_RULES_SKIPPED_FOR_CUDA, Linter
+from ascend_lint.engine.linter import NPU_RULES_SKIPPED_FOR_CUDA, Linter
 from conftest import REGISTRY
 
 GPU = ("import torch\nmodel = Net().cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"

@@ -165,8 +165,8 @@ def _fixable_example():
 
 
 def test_fix_hook_rewrites_then_passes(tmp_path, hook_repo):
-    if importlib.util.find_spec("ascend_lint.fixer") is None:
-        pytest.skip("ascend_lint.fixer (--fix) is not written yet")
+    if importlib.util.find_spec("ascend_lint.fix.fixer") is None:
+        pytest.skip("ascend_lint.fix.fixer (--fix) is not written yet")
     found = _fixable_example()
     if found is None:
         pytest.skip("no rule with a safe fix and a fully fixable flagged example is registered")

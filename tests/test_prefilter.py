@@ -10,9 +10,9 @@ from typing import List, Tuple
 import pytest
 
 from ascend_lint.config import Settings
-from ascend_lint.engine import Linter
+from ascend_lint.engine.linter import Linter
 from ascend_lint.fileio import SourceError
-from ascend_lint.triggers import TriggerText, alias_words, is_word, renamed_imports, renames_trigger
+from ascend_lint.engine.triggers import TriggerText, alias_words, is_word, renamed_imports, renames_trigger
 from conftest import REGISTRY
 
 RULES = REGISTRY.sorted_rules()
@@ -160,7 +160,7 @@ def test_matmul_trigger_leaves_out_decorators(text, lines):
 
 
 def test_a_file_whose_only_at_signs_are_decorators_is_not_parsed_for_matmul(monkeypatch):
-    import ascend_lint.engine as engine
+    import ascend_lint.engine.linter as engine
 
     parsed = []
     monkeypatch.setattr(engine, "parse", lambda text, path: parsed.append(path) or __import__("ast").parse(text))

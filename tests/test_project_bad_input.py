@@ -10,9 +10,9 @@ import pytest
 
 from ascend_lint.cli import main
 from ascend_lint.config import Settings
-from ascend_lint.project.index import ProjectIndex
-from ascend_lint.project.model import ProjectModel
-from ascend_lint.project.summary import light_summary, summarize
+from ascend_lint.pipeline.index import ProjectIndex
+from ascend_lint.analysis.model import ProjectModel
+from ascend_lint.analysis.summary import light_summary, summarize
 
 SYNC_FORWARD = "import torch\nimport torch_npu\n\ndef helper(x):\n    torch.npu.synchronize()\n    return x\n"
 
@@ -160,7 +160,7 @@ def test_module_names_src_layout_namespace_packages_and_script_directories(tmp_p
     ]
     model = ProjectModel.build({rel: light_summary(text) for rel, text in files.items() if rel.endswith(".py")})
     assert model.class_kind("src.pkg.layers.Layer") == "module"
-    from ascend_lint.project.model import _Resolver
+    from ascend_lint.analysis.model import _Resolver
 
     resolver = _Resolver({rel: light_summary(text) for rel, text in files.items() if rel.endswith(".py")})
     assert resolver.find_module("local_utils", "tools.run.train") == "tools.run.local_utils"  # the script's dir

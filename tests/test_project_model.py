@@ -18,7 +18,7 @@ from typing import Counter as CounterT, List, Tuple
 import pytest
 
 from ascend_lint.cli import main
-from ascend_lint.engine import Linter
+from ascend_lint.engine.linter import Linter
 
 FIXTURES = Path(__file__).parent / "fixtures" / "projects"
 PROJECTS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -232,7 +232,7 @@ def test_a_cold_run_builds_the_model_at_most_twice(tmp_path, monkeypatch, capsys
     that turns out not to parse waits for the final build (a full build costs seconds on a large tree)."""
     import gc
 
-    from ascend_lint.project.model import ProjectModel
+    from ascend_lint.analysis.model import ProjectModel
 
     root = copy_project("step_helper", tmp_path)
     (root / "broken.py").write_text("import torch\nloss.backward()\ndef f(:\n")  # (step words: linted first)
@@ -247,10 +247,10 @@ def test_a_cold_run_builds_the_model_at_most_twice(tmp_path, monkeypatch, capsys
 
 
 def test_deps_are_stored_and_replayed(tmp_path, monkeypatch, capsys):
-    from ascend_lint.cache import ResultCache
+    from ascend_lint.pipeline.cache import ResultCache
     from ascend_lint.config import load_settings
-    from ascend_lint.project.index import ProjectIndex
-    from ascend_lint.project.view import replay
+    from ascend_lint.pipeline.index import ProjectIndex
+    from ascend_lint.analysis.view import replay
     from ascend_lint.registry import load_registry, select_rules
 
     root = copy_project("step_helper", tmp_path)
@@ -272,7 +272,7 @@ def test_deps_are_stored_and_replayed(tmp_path, monkeypatch, capsys):
 
 
 def test_an_edit_that_only_moves_lines_keeps_the_stored_model(tmp_path, monkeypatch, capsys):
-    from ascend_lint.project import model as model_mod
+    from ascend_lint.analysis import model as model_mod
 
     root = copy_project("step_helper", tmp_path)
     cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
@@ -291,7 +291,7 @@ def test_an_edit_that_only_moves_lines_keeps_the_stored_model(tmp_path, monkeypa
 
 @pytest.mark.parametrize("name", ["step_helper", "monkeypatch", "migration_package"])
 def test_worker_processes_see_the_same_facts(name, tmp_path, monkeypatch, capsys):
-    from ascend_lint import runner
+    from ascend_lint.pipeline import runner
 
     monkeypatch.setattr(runner, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 2)
@@ -302,7 +302,7 @@ def test_worker_processes_see_the_same_facts(name, tmp_path, monkeypatch, capsys
 @pytest.mark.parametrize("cache", [True, False])
 def test_text_summaries_made_in_workers_are_the_same(cache, tmp_path, monkeypatch):
     from ascend_lint.config import Settings
-    from ascend_lint.project import index as index_module
+    from ascend_lint.pipeline import index as index_module
 
     root = copy_project("migration_package", tmp_path)
     (root / "unreadable.py").write_bytes(b"\xff\xfe\x00bad")
@@ -318,7 +318,7 @@ def test_text_summaries_made_in_workers_are_the_same(cache, tmp_path, monkeypatc
 def test_the_index_api_an_editor_uses(tmp_path):
     """One entry point: open the index of a file's project, lint a buffer with it, refresh from edits."""
     from ascend_lint.config import load_settings
-    from ascend_lint.project.index import ProjectIndex
+    from ascend_lint.pipeline.index import ProjectIndex
     from ascend_lint.registry import load_registry, select_rules
 
     root = copy_project("step_helper", tmp_path)
@@ -343,8 +343,8 @@ def test_a_model_refreshed_with_tree_facts_equals_a_full_build(name):
     building from the full summaries: no table is lost on the way."""
     import ast
 
-    from ascend_lint.project.model import ProjectModel
-    from ascend_lint.project.summary import light_summary, summarize
+    from ascend_lint.analysis.model import ProjectModel
+    from ascend_lint.analysis.summary import light_summary, summarize
 
     root = FIXTURES / name
     texts = {rel: (root / rel).read_text(encoding="utf-8") for rel in python_files(root)}
@@ -361,9 +361,9 @@ def test_a_model_built_on_the_lookups_of_the_last_one_equals_a_full_build(name):
     model a build from scratch gives."""
     import ast
 
-    from ascend_lint.project.index import _empty
-    from ascend_lint.project.model import ProjectModel
-    from ascend_lint.project.summary import light_summary, summarize
+    from ascend_lint.pipeline.index import _empty
+    from ascend_lint.analysis.model import ProjectModel
+    from ascend_lint.analysis.summary import light_summary, summarize
 
     root = FIXTURES / name
     texts = {rel: (root / rel).read_text(encoding="utf-8") for rel in python_files(root)}
@@ -383,9 +383,9 @@ def test_a_model_built_on_lookups_prepared_file_by_file_equals_a_full_build(name
     """With worker processes, the index makes each file's lookups while it waits for the other files'
     summaries (`prepare`, then `learn` in any order); files never learned, or whose summary changed since,
     are looked up again by the build."""
-    from ascend_lint.project.index import _empty
-    from ascend_lint.project.model import ProjectModel
-    from ascend_lint.project.summary import light_summary
+    from ascend_lint.pipeline.index import _empty
+    from ascend_lint.analysis.model import ProjectModel
+    from ascend_lint.analysis.summary import light_summary
 
     root = FIXTURES / name
     light = {rel: light_summary((root / rel).read_text(encoding="utf-8")) for rel in python_files(root)}
@@ -405,9 +405,9 @@ def test_a_model_built_on_lookups_prepared_file_by_file_equals_a_full_build(name
 def test_a_module_that_lost_its_facts_no_longer_passes_on_the_migration():
     """The reused lookups of a module whose facts are gone (it does not parse) are not trusted: what it
     imported is no longer reached through it."""
-    from ascend_lint.project.index import _empty
-    from ascend_lint.project.model import ProjectModel
-    from ascend_lint.project.summary import light_summary
+    from ascend_lint.pipeline.index import _empty
+    from ascend_lint.analysis.model import ProjectModel
+    from ascend_lint.analysis.summary import light_summary
 
     files = {"train.py": light_summary("from torch_npu.contrib import transfer_to_npu\nimport middle\n\n"
                                        "if __name__ == '__main__':\n    middle.run()\n"),
@@ -420,7 +420,7 @@ def test_a_module_that_lost_its_facts_no_longer_passes_on_the_migration():
 
 
 def test_precision_words_need_the_tree_only_when_precision_is_gathered():
-    from ascend_lint.project.summary import light_summary
+    from ascend_lint.analysis.summary import light_summary
 
     text = "from mindspore import Model\n\nmodel = Model(net, loss, opt, amp_level='O2')\n"
     assert light_summary(text)["light"] and not light_summary(text, precision=False)["light"]
@@ -431,7 +431,7 @@ def test_precision_is_gathered_only_for_rules_that_read_it(tmp_path, monkeypatch
     """No default rule reads the training precision, so a run of them neither parses a script for it nor
     stores it; a later run whose rules read it (here with the same cache) gathers it and finds what it
     should."""
-    from ascend_lint import engine
+    from ascend_lint.engine import linter as engine
 
     root = copy_project("precision_fp32", tmp_path)
     parsed: List[str] = []
@@ -448,7 +448,7 @@ def test_an_editor_index_gathers_precision_once_a_files_rules_read_it(tmp_path):
     whose rules read the training precision opens it again with it, and its Linter sees the new one."""
     from ascend_lint.config import ConfigResolver, load_settings
     from ascend_lint.registry import load_registry
-    from ascend_lint.workspace import Workspace
+    from ascend_lint.pipeline.workspace import Workspace
 
     root = copy_project("precision_fp32", tmp_path)
     (root / "pyproject.toml").write_text('[tool.ascend-lint]\nselect = ["ASC101"]\n')
@@ -465,7 +465,7 @@ def test_an_editor_index_gathers_precision_once_a_files_rules_read_it(tmp_path):
 def test_a_patch_is_placed_on_its_own_line_and_only_project_names_patch():
     """`X.attr = f` records the line it is on (tabs, a patch on the first line, one after a docstring), and
     neither an attribute of `self` nor a value no project name reaches is a patch."""
-    from ascend_lint.project.summary import light_summary
+    from ascend_lint.analysis.summary import light_summary
 
     text = ('mod.first = impl.g\n"""A\ndocstring."""\nimport mod\nfrom pkg import impl\n\n'
             'mod.Model.forward = impl.fast_forward\n\tmod.f = impl.g\nself._x = _y\nother.thing = _z\n')
@@ -487,8 +487,8 @@ def test_a_patch_reason_names_the_line_of_the_assignment(tmp_path, monkeypatch, 
 def test_a_modules_own_class_shadows_an_import_and_the_first_import_binds_a_name():
     """Names resolve as Python binds them here: a module's own class or function over an import of the
     same name, and of two imports of one name the first (a later one is usually a fallback)."""
-    from ascend_lint.project.model import ProjectModel
-    from ascend_lint.project.summary import light_summary
+    from ascend_lint.analysis.model import ProjectModel
+    from ascend_lint.analysis.summary import light_summary
 
     files = {"lib.py": light_summary("import torch\n\n\nclass Layer(torch.nn.Module):\n    pass\n"),
              "own.py": light_summary("from lib import Layer\n\n\nclass Layer:\n    pass\n\n\n"
@@ -512,8 +512,8 @@ def test_a_modules_own_class_shadows_an_import_and_the_first_import_binds_a_name
 def test_device_context_is_the_whole_text_search(text):
     """`search_near` tries the device patterns only around their anchors: the same answer as a search of the
     whole text."""
-    from ascend_lint.project.data import GPU_TEXT_NEEDLES, GPU_TEXT_RE, NPU_TEXT_NEEDLES, NPU_TEXT_RE
-    from ascend_lint.project.summary import gpu_context, npu_context
+    from ascend_lint.analysis.data import GPU_TEXT_NEEDLES, GPU_TEXT_RE, NPU_TEXT_NEEDLES, NPU_TEXT_RE
+    from ascend_lint.analysis.summary import gpu_context, npu_context
 
     assert gpu_context(text) == (any(n in text for n in GPU_TEXT_NEEDLES) and GPU_TEXT_RE.search(text) is not None)
     assert npu_context([], text) == (any(n in text for n in NPU_TEXT_NEEDLES) and NPU_TEXT_RE.search(text) is not None)
@@ -531,8 +531,8 @@ def _near_misses(words):
 def test_needle_searches_find_what_substring_tests_find():
     """The anchored searches that stand in for `any(needle in text ...)` (NPU needles, precision words)
     give its answer, on texts holding a needle or almost one."""
-    from ascend_lint.project.data import NPU_TEXT_NEEDLES, PRECISION_WORDS
-    from ascend_lint.project.summary import _needle_searches
+    from ascend_lint.analysis.data import NPU_TEXT_NEEDLES, PRECISION_WORDS
+    from ascend_lint.analysis.summary import _needle_searches
 
     for needles, anchors in ((NPU_TEXT_NEEDLES, ("npu", "hccl")), (PRECISION_WORDS, ("6", "M", "v", "(", "_f")),
                              (["ab", "cab", "b(", "x"], ("b", "a"))):
@@ -545,7 +545,7 @@ def test_needle_searches_find_what_substring_tests_find():
 def test_precision_words_left_to_might_step(word):
     """light_summary does not look for these precision words: a text that holds one is one might_step accepts,
     wherever the word lies in a name."""
-    from ascend_lint.project.summary import light_summary, might_step
+    from ascend_lint.analysis.summary import light_summary, might_step
 
     for text in (word, f"x = {word}", f"_{word}_", f"aTrain{word}Rain2", f"xRAIN_{word}(a)", f"\u00e9{word}\u00f6"):
         assert might_step(text) and light_summary(text)["light"]
@@ -553,8 +553,8 @@ def test_precision_words_left_to_might_step(word):
 
 def test_light_flag_is_the_precision_word_test():
     """The "light" flag: might_step, or any precision word in the text."""
-    from ascend_lint.project.data import PRECISION_WORDS
-    from ascend_lint.project.summary import light_summary, might_step
+    from ascend_lint.analysis.data import PRECISION_WORDS
+    from ascend_lint.analysis.summary import light_summary, might_step
 
     for text in _near_misses(PRECISION_WORDS):
         assert light_summary(text)["light"] == (might_step(text) or any(w in text for w in PRECISION_WORDS)), text
@@ -579,8 +579,8 @@ def test_step_calls_are_found_in_the_text(call):
     passes over a diffusion scheduler's `step`."""
     import ast
 
-    from ascend_lint.project.summary import might_step, step_call_lines
-    from ascend_lint.semantic import FileContext, is_step_call
+    from ascend_lint.analysis.summary import might_step, step_call_lines
+    from ascend_lint.analysis.semantic import FileContext, is_step_call
 
     text = f"import torch\ntrainer = nn.TrainOneStepCell(net, opt)\n\n\ndef f():\n    {call}\n"
     tree = ast.parse(text)
@@ -602,7 +602,7 @@ def test_a_loop_calling_a_helper_that_steps_is_a_step_loop(helpers):
     whether the file's stepping functions are few (each name searched for) or many (one pass for all)."""
     import ast
 
-    from ascend_lint.project.summary import light_summary, summarize
+    from ascend_lint.analysis.summary import light_summary, summarize
 
     text = "".join(f"def helper_{n}(opt):\n    opt.step()\n\n\n" for n in range(helpers)) + (
         "def apply(opt):\n    helper_0(opt)\n\n\ndef train(loader, opt):\n    for x in loader:\n"
@@ -615,7 +615,7 @@ def test_a_loop_calling_a_helper_that_steps_is_a_step_loop(helpers):
 def test_lines_calling_many_names_are_found_as_for_a_few():
     """For many names, the lines holding `name(` come from one pass over the reversed text: the lines a
     search of each name finds (inside longer names, in comments, at the text's ends, non-ASCII names)."""
-    from ascend_lint.project.summary import _call_offsets, _line_numbers, _word_offsets
+    from ascend_lint.analysis.summary import _call_offsets, _line_numbers, _word_offsets
 
     names = {f"f{n}" for n in range(40)} | {"g", "größe", "_h2"}
     text = "f1(x)\nyf2(x)\n g (x)\nf3 = f4\n\nprint(größe(1), _h2())\n#f39(\nf5("
@@ -632,7 +632,7 @@ def test_a_model_trained_without_amp_is_fp32_unless_its_body_mentions_a_reduced_
     reduced precision anywhere (a precision word such as `to_float`, or only an fp word such as 'bf16')."""
     import ast
 
-    from ascend_lint.project.summary import light_summary, summarize
+    from ascend_lint.analysis.summary import light_summary, summarize
 
     text = "from mindspore import Model\n\n\ndef main():\n    net = Net()\n    model = Model(net, loss)\n" + line
     summary = summarize(ast.parse(text), text, None, light_summary(text))
@@ -661,7 +661,7 @@ def test_step_loops_read_while_linting_reach_the_findings(helpers_elsewhere, tmp
     text. A helper in the same file gets its role at once (the file is linted once); a helper in a module
     linted before the loop was known is linted again under the final model: with -j 2, in the workers.
     Either way the findings are those of -j 1."""
-    from ascend_lint import runner
+    from ascend_lint.pipeline import runner
 
     monkeypatch.setattr(runner, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 2)
@@ -689,7 +689,7 @@ def test_touched_files_with_the_stored_bytes_are_not_summarised_again(tmp_path, 
     """A checkout, `touch` or a restored CI cache gives every file a new mtime: the index re-reads and
     re-hashes them (as the result cache does) and takes the stored summary of the same bytes; only a file
     whose bytes changed gets a new text summary."""
-    from ascend_lint.project import index as index_module
+    from ascend_lint.pipeline import index as index_module
 
     root = copy_project("step_helper", tmp_path)
     first = cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
@@ -709,10 +709,10 @@ def test_files_with_the_same_bytes_share_one_summary(jobs, tmp_path, monkeypatch
     """A model zoo copies files by the thousand: copies are summarised once and share the summary object,
     text-only and complete, while each copy keeps its own findings; an edited copy gets its own."""
     from ascend_lint.config import load_settings
-    from ascend_lint.discovery import Target
-    from ascend_lint.project import index as index_module
+    from ascend_lint.pipeline.discovery import Target
+    from ascend_lint.pipeline import index as index_module
     from ascend_lint.registry import load_registry, select_rules
-    from ascend_lint.runner import lint_targets
+    from ascend_lint.pipeline.runner import lint_targets
 
     root = tmp_path / "zoo"
     for copy in ("model_a", "model_b", "model_c"):
@@ -737,7 +737,7 @@ def test_files_with_the_same_bytes_share_one_summary(jobs, tmp_path, monkeypatch
 def test_relpath_of_paths_as_given_from_the_root_and_from_elsewhere(tmp_path, monkeypatch):
     """A run from the root takes discovery's relative paths as they are; any other spelling, or a run from
     another directory, is normalised first: the same answers either way."""
-    from ascend_lint.project.index import ProjectIndex
+    from ascend_lint.pipeline.index import ProjectIndex
 
     root = tmp_path / "proj"
     (root / "a").mkdir(parents=True)
@@ -802,7 +802,7 @@ def test_a_file_no_rule_parses_is_summarised_from_the_parts_that_can_hold_its_fa
     file's tree (CRLF and lone-CR line ends too: a lone CR is parsed whole)."""
     import ast
 
-    from ascend_lint.project.summary import light_summary, summarize, summarize_text
+    from ascend_lint.analysis.summary import light_summary, summarize, summarize_text
 
     parsed: List[str] = []
 
@@ -830,7 +830,7 @@ def test_the_whole_file_is_parsed_when_the_parts_do_not_parse_and_none_when_neit
     there either gives no summary (no facts)."""
     import ast
 
-    from ascend_lint.project.summary import light_summary, summarize_text
+    from ascend_lint.analysis.summary import light_summary, summarize_text
 
     parsed: List[str] = []
 

@@ -11,13 +11,13 @@ from typing import List
 
 import pytest
 
-from ascend_lint import cache as cache_mod
-from ascend_lint import runner
-from ascend_lint.cache import ResultCache, decode_finding, encode_finding, run_key
+from ascend_lint.pipeline import cache as cache_mod
+from ascend_lint.pipeline import runner
+from ascend_lint.pipeline.cache import ResultCache, decode_finding, encode_finding, run_key
 from ascend_lint.cli import main
 from ascend_lint.config import Settings
-from ascend_lint.discovery import Target
-from ascend_lint.engine import Linter
+from ascend_lint.pipeline.discovery import Target
+from ascend_lint.engine.linter import Linter
 from ascend_lint.registry import load_registry
 from ascend_lint.rule import Applicability, Edit, Finding, Fix, Severity, Span
 

@@ -1,5 +1,5 @@
 """One notion of "not training code" for every rule: tests, benchmarks, offline tools, weight init and
-loading, host-side data code (`ascend_lint.training_code`, `FileContext.non_training_reason`)."""
+loading, host-side data code (`ascend_lint.analysis.training_code`, `FileContext.non_training_reason`)."""
 from __future__ import annotations
 
 import ast
@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from ascend_lint.semantic import FileContext
-from ascend_lint.training_code import class_reason, function_reason, path_reason
+from ascend_lint.analysis.semantic import FileContext
+from ascend_lint.analysis.training_code import class_reason, function_reason, path_reason
 from conftest import REGISTRY, lint
 
 # A view copy, a host-to-device copy in forward and a sync in a step loop: each rule speaks here.
@@ -68,7 +68,7 @@ def test_only_directories_below_the_project_root_count(tmp_path):
         (root / rel).write_text(textwrap.dedent(TRAINING))
     rules = REGISTRY.sorted_rules()
     from ascend_lint.config import Settings
-    from ascend_lint.engine import Linter
+    from ascend_lint.engine.linter import Linter
     linter = Linter(rules, Settings(preview=True, project_root=str(root)))
     assert {f.code for f in linter.lint_path(str(root / "train.py")).findings} >= CODES
     assert not linter.lint_path(str(root / "tests" / "test_x.py")).findings

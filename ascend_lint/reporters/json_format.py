@@ -6,8 +6,8 @@ import json
 from typing import Any, Dict, Optional, TextIO, Tuple
 
 from ..docs import rule_url
-from ..edits import fix_edits
-from ..engine import parse
+from ..fix.edits import fix_edits
+from ..engine.linter import parse
 from ..fileio import SourceError
 from ..rule import Finding
 from . import Report, json_needs_ascii

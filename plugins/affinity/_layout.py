@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Rule
-from ascend_lint.semantic import FileContext, argument, constant
+from ascend_lint.analysis.semantic import FileContext, argument, constant
 
 VIEW_OPS = frozenset({
     "transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "chunk", "split", "tensor_split",

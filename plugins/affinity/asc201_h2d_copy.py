@@ -6,7 +6,7 @@ import keyword as pykeyword
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.semantic import Scope, argument, constant, keyword, method_name
+from ascend_lint.analysis.semantic import Scope, argument, constant, keyword, method_name
 
 TORCH_CTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor"} | {
     f"torch.{kind}Tensor" for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char",

@@ -5,7 +5,7 @@ import ast
 from typing import Optional
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.semantic import receiver_name
+from ascend_lint.analysis.semantic import receiver_name
 
 # Device-wide synchronizes (torch_npu.npu.X is canonicalised to torch.npu.X by the semantic model).
 DEVICE_SYNCS = frozenset({

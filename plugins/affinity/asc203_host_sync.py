@@ -5,7 +5,7 @@ import ast
 from typing import Dict, Optional, Tuple
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.semantic import Binding, argument, method_name, receiver_name
+from ascend_lint.analysis.semantic import Binding, argument, method_name, receiver_name
 
 # Tensor methods that copy device data to the host (`asnumpy` is MindSpore's `numpy`).
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist", "asnumpy"})

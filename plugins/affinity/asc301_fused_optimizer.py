@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.semantic import constant, has_star_args
+from ascend_lint.analysis.semantic import constant, has_star_args
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.semantic import argument
+from ascend_lint.analysis.semantic import argument
 
 # Callees that build optimizers: resolved modules, or an optimizer-like last name (local classes too).
 OPTIMIZER_MODULES = ("torch.optim.", "torch_npu.optim.", "apex.optimizers.", "timm.optim.", "transformers.",

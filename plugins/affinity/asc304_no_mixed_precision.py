@@ -6,7 +6,7 @@ import re
 from typing import Optional
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.semantic import is_step_call
+from ascend_lint.analysis.semantic import is_step_call
 
 
 # Identifiers that show the file runs (or can switch on) reduced precision somewhere: AMP contexts and

@@ -5,7 +5,7 @@ import ast
 from typing import List, Optional, Set
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.semantic import argument
+from ascend_lint.analysis.semantic import argument
 
 from .asc301_fused_optimizer import FUSED_CLIP_METHODS, imported_fused, is_fused_optimizer
 

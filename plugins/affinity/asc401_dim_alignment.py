@@ -5,7 +5,7 @@ import ast
 from typing import Dict, Tuple
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.semantic import argument
+from ascend_lint.analysis.semantic import argument
 
 _IN_OUT = (("in_channels", 0), ("out_channels", 1))
 # layer class -> the (keyword, position) of each dimension argument that is checked

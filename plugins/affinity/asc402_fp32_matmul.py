@@ -5,7 +5,7 @@ import ast
 from typing import List, Optional, Sequence, Set, Tuple
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.semantic import argument, constant, method_name
+from ascend_lint.analysis.semantic import argument, constant, method_name
 
 TORCH_MATMULS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.nn.functional.linear"})
 MS_FUNCTIONS = frozenset({"mindspore.ops.matmul", "mindspore.ops.functional.matmul"})

@@ -5,7 +5,7 @@ import ast
 from typing import Optional
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.semantic import constant
+from ascend_lint.analysis.semantic import constant
 
 SHAPE_OPS = frozenset({"nonzero", "masked_select", "unique", "argwhere"})
 SHAPE_FUNCTIONS = frozenset({f"torch.{op}" for op in SHAPE_OPS} | {f"mindspore.ops.{op}" for op in SHAPE_OPS}

@@ -6,9 +6,9 @@ import re
 from collections import Counter
 from typing import List, Optional, Tuple
 
-from ascend_lint.project.summary import call_text
+from ascend_lint.analysis.summary import call_text
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.semantic import argument, constant, has_star_args
+from ascend_lint.analysis.semantic import argument, constant, has_star_args
 
 # MindSpore callables with an `async_save` parameter -> its positional index
 MS_SAVE_CONFIG = {"CheckpointConfig": 5}

@@ -6,7 +6,7 @@ import re
 from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Edit, Fix
-from ascend_lint.semantic import FileContext
+from ascend_lint.analysis.semantic import FileContext
 
 
 # The part of every migration rule's "Known problems" that explains what is not a leftover.

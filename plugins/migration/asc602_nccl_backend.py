@@ -5,7 +5,7 @@ import ast
 from typing import Dict
 
 from ascend_lint.rule import Applicability, Docs, Rule
-from ascend_lint.semantic import argument
+from ascend_lint.analysis.semantic import argument
 
 from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, replace_in_literal
 

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .compat import slotted_dataclass
-from .config import CONFIG_NAMES, ConfigResolver, Settings, ancestor, split_up
+from ..compat import slotted_dataclass
+from ..config import CONFIG_NAMES, ConfigResolver, Settings, ancestor, split_up
 
 PY_SUFFIXES = (".py", ".pyi")
 RACY_NS = 2_000_000_000  # a directory changed this recently is listed again next time

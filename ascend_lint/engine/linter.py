@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from . import noqa
-from .compat import slotted_dataclass
-from .config import Settings, ancestor, split_up
-from .core_rules import CORE_PACK, PARSE_ERROR_CODE, UNUSED_NOQA_CODE
-from .fileio import SourceError, SourceFile, check_size, decode_source, read_source, split_lines
-from .registry import code_matches, registered_codes
-from .rule import Finding, Rule, Severity, wants_precision
-from .project.model import ProjectModel
-from .project.summary import Summary, summarize_text
-from .project.summary import summarize as summarize_tree
-from .project.view import ProjectView
-from .semantic import NULL_VIEW, FileContext, project_relative
-from .training_code import path_reason
+from ..compat import slotted_dataclass
+from ..config import Settings, ancestor, split_up
+from ..core_rules import CORE_PACK, PARSE_ERROR_CODE, UNUSED_NOQA_CODE
+from ..fileio import SourceError, SourceFile, check_size, decode_source, read_source, split_lines
+from ..registry import code_matches, registered_codes
+from ..rule import Finding, Rule, Severity, wants_precision
+from ..analysis.model import ProjectModel
+from ..analysis.summary import Summary, summarize_text
+from ..analysis.summary import summarize as summarize_tree
+from ..analysis.view import ProjectView
+from ..analysis.semantic import NULL_VIEW, FileContext, project_relative
+from ..analysis.training_code import path_reason
 from .triggers import TriggerText, alias_words, renamed_imports, renames_trigger
 from .walker import Walker
 
@@ -127,7 +127,7 @@ class Linter:
         self.settings = settings
         self._file_gates = tuple({r.file_triggers or ("",): None for r in self.rules})
         self._root = os.path.abspath(settings.project_root)
-        # a project.index.ProjectIndex (anything with view_for(path)); None: each file is its own project
+        # a pipeline.index.ProjectIndex (anything with view_for(path)); None: each file is its own project
         self.project = project
         self.precision = wants_precision(self.rules)  # (a file its own project gathers what its rules read)
 

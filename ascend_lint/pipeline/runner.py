@@ -37,14 +37,14 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 from .cache import ResultCache, content_hash
-from .compat import slotted_dataclass
-from .config import Settings
+from ..compat import slotted_dataclass
+from ..config import Settings
 from .discovery import Target
-from .engine import FileResult, Linter, error_finding
-from .fileio import SourceError, SourceFile, decode_source, read_bytes, read_source, split_lines
-from .heap import after_reading, give_back
-from .project.view import replay
-from .rule import Finding, Rule
+from ..engine.linter import FileResult, Linter, error_finding
+from ..fileio import SourceError, SourceFile, decode_source, read_bytes, read_source, split_lines
+from ..heap import after_reading, give_back
+from ..analysis.view import replay
+from ..rule import Finding, Rule
 
 # Below this much source, starting worker processes costs more than it saves (measured: a forked
 # worker is ready in ~15 ms; linting runs at ~5 MB/s per process on torch-heavy code).
@@ -90,7 +90,7 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
     """Lint every target; results come back sorted by path whatever the worker count.
 
     With `cache`, unchanged files are answered from it and new results are stored and saved. With
-    `index` (a project.index.ProjectIndex), the rules see the project model (see the module docstring).
+    `index` (a pipeline.index.ProjectIndex), the rules see the project model (see the module docstring).
     `keep_sources`: results that have findings carry their SourceFile (the fixer and --add-noqa
     need it); otherwise sources are None and reports read lines lazily (see SourceLines).
     """

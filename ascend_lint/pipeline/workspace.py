@@ -3,7 +3,7 @@
 A `Workspace` gives each file the Linter of its resolved configuration (rules selected once per
 configuration) and, for the faces that lint one file at a time (the flake8 plugin, the language server),
 the project index of the file's project, opened once and kept. The project root is decided by
-`project.root.find_project_root`: the directory of the file's root configuration, else the markers above
+`root.find_project_root`: the directory of the file's root configuration, else the markers above
 the paths the run was given.
 """
 from __future__ import annotations
@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .config import ConfigResolver, Settings
+from ..config import ConfigResolver, Settings
 from .discovery import Target
-from .engine import Linter
-from .project.root import find_project_root
-from .registry import Registry, print_warnings, select_rules
-from .rule import wants_precision
+from ..engine.linter import Linter
+from .root import find_project_root
+from ..registry import Registry, print_warnings, select_rules
+from ..rule import wants_precision
 
 
 @dataclass
@@ -112,7 +112,7 @@ class Workspace:
         index = self.indexes.get(root)
         precision = wants_precision(self.rules(settings))
         if index is None or (precision and not index.precision):
-            from .project.index import ProjectIndex
+            from .index import ProjectIndex
 
             index = ProjectIndex.open([root], settings, cache=self.cache, resolver=self.resolver,
                                       precision=precision)

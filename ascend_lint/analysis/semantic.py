@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from . import training_code
-from .fileio import split_lines
-from .project.data import (HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, STEP_CALL_NAMES, STEP_NAME_RE,
+from ..fileio import split_lines
+from .data import (HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, STEP_CALL_NAMES, STEP_NAME_RE,
                            STEP_RECEIVER_HINTS, framework_kind)
-from .project.summary import call_text, npu_context, run_mode
-from .project.view import NULL_VIEW, ProjectView
-from .rule import Span
+from .summary import call_text, npu_context, run_mode
+from .view import NULL_VIEW, ProjectView
+from ..rule import Span
 
 # Two spellings of one module: after `import torch_npu`, torch.npu is torch_npu.npu.
 CANONICAL_PREFIXES: Tuple[Tuple[str, str], ...] = (
@@ -310,7 +310,7 @@ class FileContext:
         runs; 'guarded' when it is imported only under if/try/with or inside a function or class (a fix
         must not make the rest of the file depend on it); '' when the file does not import it."""
         if self._import_facts is None:
-            from .fix_imports import import_facts
+            from ..fix.imports import import_facts
 
             self._import_facts = import_facts(self.tree)
         facts = self._import_facts

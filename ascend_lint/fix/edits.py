@@ -10,8 +10,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
-from .fileio import split_lines
-from .rule import Finding
+from ..fileio import split_lines
+from ..rule import Finding
 
 
 @dataclass(frozen=True)

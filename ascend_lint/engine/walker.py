@@ -10,7 +10,7 @@ import ast
 from itertools import accumulate
 from typing import Callable, Dict, List, Optional, Sequence, Type
 
-from .semantic import CHILD_FIELDS, LEAF_TYPES, FileContext, Scope, child_fields
+from ..analysis.semantic import CHILD_FIELDS, LEAF_TYPES, FileContext, Scope, child_fields
 
 AST = ast.AST
 

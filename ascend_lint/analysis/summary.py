@@ -492,7 +492,7 @@ def _with_tree_facts(summary: Summary, tree: ast.Module, source: str, ctx: Any, 
         if _any_within(step_lines, first, last):
             loops = [stmt for stmt in _statements(body) if isinstance(stmt, _LOOPS)]
             if loops and ctx is None:  # (made for the first loop to test: most files need none)
-                from ..semantic import FileContext  # (semantic imports this package: import it late)
+                from .semantic import FileContext  # (semantic imports this package: import it late)
 
                 ctx = FileContext("<summary>", source, tree)  # (it reads the source as given)
             for step in _step_loops(ctx, owner, loops):

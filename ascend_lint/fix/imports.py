@@ -23,7 +23,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from .fileio import split_lines
+from ..fileio import split_lines
 
 STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 NOQA_F401 = "  # noqa: F401"

@@ -8,8 +8,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Callable, Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from .core_rules import UNUSED_NOQA_CODE
-from .rule import Applicability, Edit, Finding, Fix, Severity, Span
+from ..core_rules import UNUSED_NOQA_CODE
+from ..rule import Applicability, Edit, Finding, Fix, Severity, Span
 
 NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE

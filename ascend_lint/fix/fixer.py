@@ -28,12 +28,12 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from .config import Settings
-from .engine import FileResult, Linter, parse
-from .fileio import SourceError, SourceFile, split_lines, write_source
-from .fix_imports import anchor_line, clean_unused_imports, import_facts, import_statement, names_module, plan
-from .sanitize import diff_name, sanitize
-from .rule import Applicability, Edit, Finding, Fix
+from ..config import Settings
+from ..engine.linter import FileResult, Linter, parse
+from ..fileio import SourceError, SourceFile, split_lines, write_source
+from .imports import anchor_line, clean_unused_imports, import_facts, import_statement, names_module, plan
+from ..sanitize import diff_name, sanitize
+from ..rule import Applicability, Edit, Finding, Fix
 
 MAX_ROUNDS = 10
 CHUNK_GAP = 40  # touched top-level statements at most this many lines apart are parsed together

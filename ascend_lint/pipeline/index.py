@@ -22,10 +22,10 @@ from functools import partial
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..heap import after_reading, give_back
-from .model import MODEL_SCHEMA, ProjectModel, module_id
+from ..analysis.model import MODEL_SCHEMA, ProjectModel, module_id
 from .root import find_project_root
-from .summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, summarize, summarize_text
-from .view import ProjectView
+from ..analysis.summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, summarize, summarize_text
+from ..analysis.view import ProjectView
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files contribute no facts (generated code, data)
 EARLY_COMPLETE = 50  # at most this many changed files are parsed up front to keep a stored model valid
@@ -114,7 +114,7 @@ class ProjectIndex:
             settings = resolver.for_dir(root)
         store = None
         if cache:
-            from ..cache import ProjectStore
+            from .cache import ProjectStore
 
             store = ProjectStore.open(settings, root, precision)
         index = cls(root, settings, store, resolver, precision)
@@ -138,7 +138,7 @@ class ProjectIndex:
 
     def list_files(self) -> List[str]:
         """Every Python file under the root, with discovery's excludes (symlinked directories not followed)."""
-        from ..discovery import Listing, discover
+        from .discovery import Listing, discover
 
         if self.resolver is not None:
             settings = replace(self.resolver.for_dir(self.root), force_exclude=False)
@@ -176,7 +176,7 @@ class ProjectIndex:
                 recorded = self.store.recorded(rel) if self.store is not None else None
                 unknown.append((path, rel, st, recorded[0] if recorded is not None else None))
         changed = []
-        from ..engine import gc_paused
+        from ..engine.linter import gc_paused
 
         prepared = None
         if in_workers(unknown, jobs):  # the time spent waiting for them makes the model's per-file lookups
@@ -330,7 +330,7 @@ class ProjectIndex:
         elif refreshed is not None:
             self._model = self._built = refreshed
         else:
-            from ..engine import gc_paused
+            from ..engine.linter import gc_paused
 
             files = {rel: self.summaries[rel] for rel in self.shapes}
             with gc_paused():  # (it makes no cyclic garbage)
@@ -379,7 +379,7 @@ def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: in
     stats = {rel: (path, st) for path, rel, st, _recorded in unknown}
     items = [(path, rel, recorded) for path, rel, _st, recorded in unknown]
     if in_workers(unknown, jobs):
-        from ..runner import make_chunks, map_in_workers
+        from .runner import make_chunks, map_in_workers
 
         sizes = {path: st.st_size for path, _rel, st, _recorded in unknown}
         chunks = make_chunks(items, sizes, jobs)
@@ -445,7 +445,7 @@ def _empty() -> Summary:
 
 
 def _parse(text: str) -> Any:
-    from ..engine import parse
+    from ..engine.linter import parse
     from ..fileio import SourceError
 
     try:

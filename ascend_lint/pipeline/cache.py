@@ -31,12 +31,12 @@ import time
 from dataclasses import asdict
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type
 
-from . import __version__
-from .config import Settings
-from .fileio import write_atomic
-from .rule import Applicability, Edit, Finding, Fix, Rule, Severity, Span
+from .. import __version__
+from ..config import DEFAULT_CACHE_DIR, Settings
+from .discovery import Listing
+from ..fileio import write_atomic
+from ..rule import Applicability, Edit, Finding, Fix, Rule, Severity, Span
 
-DEFAULT_DIR = ".ascend_lint_cache"
 SCHEMA = 2
 SHARDS = 64
 SUMMARY_SHARDS = 64
@@ -65,7 +65,7 @@ def cache_dir_for(settings: Settings) -> str:
     """`cache-dir` (relative to the settings' directory; the CLI makes the run's absolute, see
     config.ConfigResolver) or `.ascend_lint_cache/` there."""
     root = os.path.abspath(settings.project_root)
-    return os.path.join(root, settings.cache_dir or DEFAULT_DIR)
+    return os.path.join(root, settings.cache_dir or DEFAULT_CACHE_DIR)
 
 
 def _source_stamp(rules: Sequence[Type[Rule]]) -> List[Tuple[str, int, int]]:
@@ -442,8 +442,6 @@ class ProjectStore:
 
     def listing(self, key: str) -> Any:
         """The project's directory listing as last walked with settings `key` (a discovery.Listing)."""
-        from .discovery import Listing
-
         if self._listing is None or self._listing.key != key:
             data, _ = _read_json(os.path.join(self.folder, "listing.json"))
             dirs = data.get("dirs") if isinstance(data, dict) and data.get("key") == key else None
