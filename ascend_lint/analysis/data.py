@@ -85,6 +85,9 @@ GPU_TEXT_REACH = len("torch.")  # a match starts at most this far before its `cu
 STEP_RECEIVER_HINTS = ("optim", "scaler", "opt")
 STEP_NAME_RE = re.compile(r"train(?:one)?(?:step|batch|iter)")
 STEP_CALL_NAMES = ("train_one_step", "train_net", "train_network", "train_step_cell")
+# Calls that return the device a program runs on (`torch.npu.current_device()`, DeepSpeed's
+# `get_accelerator().current_device_name()`): `.to(<one of them>)` moves a tensor to the device.
+DEVICE_QUERY_METHODS = frozenset({"current_device", "current_device_name", "device_name", "get_device"})
 # Text that makes a file worth a full look for precision decisions about the models it trains.
 PRECISION_WORDS = ("amp.initialize", "amp_level", ".half()", ".bfloat16()", "to_float", "float16)", " Model(",
                    "=Model(", "TrainOneStep", "MixedPrecision", "param_dtype", "autocast", "build_train_network",

@@ -16,6 +16,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from . import training_code
 from ..fileio import split_lines
+from .placement import Place, Placement
 from .data import (HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, STEP_CALL_NAMES, STEP_NAME_RE,
                            STEP_RECEIVER_HINTS, framework_kind)
 from .summary import call_text, npu_context, run_mode
@@ -121,6 +122,7 @@ class FileContext:
         self._local_calls: Optional[Set[str]] = None
         self._optional: Optional[Dict[str, Tuple[str, ...]]] = None
         self._calls: Optional[List[ast.AST]] = None
+        self._placement: Optional[Placement] = None
         self.project = project
         self.module: Optional[str] = project.module
         self.migrating_modules = MIGRATING_MODULES + tuple(migrating_modules)
@@ -632,6 +634,14 @@ class FileContext:
                     for name in _bound_names(stmt_inner):
                         self._optional[name] = self._optional.get(name, ()) + modules
         return self._optional
+
+    def placement(self, node: Optional[ast.AST], tensor: bool = False) -> Place:
+        """Where the value of `node` lives at this point of the walk: `Place.DEVICE`, `HOST`, `VALUE` (not a
+        tensor), `INPUT` (an input of forward: on the device if it is a tensor) or `UNKNOWN`; with `tensor`, the
+        caller knows `node` is a tensor (an INPUT is DEVICE). analysis/placement.py says how it is decided."""
+        if self._placement is None:
+            self._placement = Placement(self)
+        return self._placement.of_tensor(node) if tensor else self._placement.of(node)
 
     def calls(self) -> List[ast.AST]:
         """Every call of the file, in no set order (for a rule that decides a fix from the whole file;

@@ -5,6 +5,7 @@ from .asc201_h2d_copy import HostToDeviceCopyInForward
 from .asc202_synchronize import SynchronizeInHotPath
 from .asc203_host_sync import HostSyncInStepLoop
 from .asc204_launch_blocking import LaunchBlocking
+from .asc205_host_sync_forward import HostSyncInForward
 from .asc301_fused_optimizer import FusedOptimizerAvailable
 from .asc302_param_groups import MergeableParamGroups
 from .asc303_amp_combine_grad import AmpCombineGrad
@@ -26,6 +27,7 @@ RULES = [
     SynchronizeInHotPath,
     HostSyncInStepLoop,
     LaunchBlocking,
+    HostSyncInForward,
     FusedOptimizerAvailable,
     MergeableParamGroups,
     AmpCombineGrad,
