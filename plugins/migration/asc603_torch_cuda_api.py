@@ -56,8 +56,9 @@ class TorchCudaApi(Rule):
                    "`from torch_npu.npu.amp import autocast` (that import loads torch_npu itself, so it adds "
                    "none). No fix for twins that differ, for APIs without a twin, or where the spelling cannot "
                    "be kept simply (`from torch import cuda; cuda.synchronize()`). Entries of a per-backend "
-                   "table (`{'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}`) are "
-                   "deliberate and not reported. The rename is safe only for APIs that fail on an Ascend host "
+                   "table are deliberate and not reported, whatever its spelling: "
+                   "`{'cuda': torch.cuda.synchronize, 'npu': torch.npu.synchronize}`, "
+                   "`dict(cuda=..., npu=...)`, `[('cuda', ...), ('npu', ...)]`. The rename is safe only for APIs that fail on an Ascend host "
                    "(`synchronize`, `set_device`, `current_device`, `Stream`, `Event`, ...): the original stopped "
                    "there. It is unsafe for the APIs that answer quietly without CUDA (`is_available()` is "
                    "False, `device_count()` 0, `manual_seed` and `empty_cache` do nothing, `amp.autocast` and "
@@ -90,6 +91,8 @@ class TorchCudaApi(Rule):
         # a per-backend dispatch table is deliberate multi-backend code
         "import torch\nimport torch_npu\nAVAILABLE = {'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}",
         "import torch\nimport torch_npu\nSYNC = {'gpu': torch.cuda.synchronize, 'npu': torch.npu.synchronize}",
+        "import torch\nimport torch_npu\nSYNC = dict(cuda=torch.cuda.synchronize, npu=torch.npu.synchronize)",
+        "import torch\nimport torch_npu\nSYNC = [('cuda', torch.cuda.synchronize), ('npu', torch.npu.synchronize)]",
     )
 
     def __init__(self, ctx, options=None) -> None:
