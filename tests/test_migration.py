@@ -389,6 +389,20 @@ def test_asc603_rename_is_unsafe_where_an_except_catches_the_failure():
     assert f.fix.applicability == Applicability.SAFE
 
 
+@pytest.mark.parametrize("src, safe", [
+    ("import torch\nimport torch_npu\ntorch.cuda.synchronize()\n", True),
+    ("import torch\nimport torch_npu\nsync = torch.cuda.synchronize\n", False),  # a reference raises nothing
+    ("import torch_npu\nfrom torch.cuda import synchronize\nsynchronize()\n", True),
+    ("import torch_npu\nfrom torch.cuda import synchronize\nhooks = [synchronize]\n", False),
+    ("import torch_npu\nfrom torch.cuda import synchronize\ntry:\n    synchronize()\nexcept RuntimeError:\n"
+     "    pass\n", False),
+    ("import torch_npu\nfrom torch.cuda import Stream, synchronize\ns = Stream()\nsynchronize()\n", True),
+])
+def test_asc603_rename_is_safe_only_where_the_cuda_api_is_called_and_raises(src, safe):
+    fixes = [f.fix for f in found(src, "ASC603") if f.fix is not None]
+    assert len(fixes) == 1 and fixes[0].applicability == (Applicability.SAFE if safe else Applicability.UNSAFE)
+
+
 def test_asc603_elif_after_an_npu_branch_is_deliberate():
     src = """
         import torch

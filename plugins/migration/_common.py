@@ -8,7 +8,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 from ascend_lint.rule import Applicability, Edit, Fix
 from ascend_lint.semantic import FileContext
 
-from ._flow import failure_caught
+from .._safety import failure_caught
 
 
 # The part of every migration rule's "Known problems" that explains what is not a leftover.

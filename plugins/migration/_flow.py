@@ -14,37 +14,15 @@ from typing import Dict, List, Optional
 
 from ascend_lint.semantic import FileContext
 
+from .._safety import Ancestry, failure_caught
+
 # Calls that take a device and do not fail without CUDA (listed for the reader: any call not known to fail
 # counts as quiet): autocast and GradScaler disable themselves with a warning.
 QUIET_DEVICE_CALLS = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.GradScaler",
                                 "torch.cuda.amp.GradScaler", "torch.amp.custom_fwd", "torch.amp.custom_bwd"})
 # Keywords by which a torch call places work on a device (a CUDA one raises without CUDA).
 PLACING_KEYWORDS = frozenset({"device", "map_location"})
-FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-TRY_NODES = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 MAX_NAME_DEPTH = 3
-
-
-def failure_caught(stack: List[ast.AST]) -> bool:
-    """Is the innermost node of `stack` (outermost first) in the body of a `try` with a handler that does not
-    re-raise, or under `contextlib.suppress(...)`, within its function? (A caller's `try` is not seen.)"""
-    for index in range(len(stack) - 2, -1, -1):
-        outer, inner = stack[index], stack[index + 1]
-        if isinstance(outer, FUNCTION_NODES):
-            return False
-        if isinstance(outer, TRY_NODES) and inner in outer.body and any(
-                not (h.body and isinstance(h.body[-1], ast.Raise)) for h in outer.handlers):
-            return True
-        if isinstance(outer, (ast.With, ast.AsyncWith)) and inner in outer.body and any(
-                isinstance(item.context_expr, ast.Call) and _called_name(item.context_expr) == "suppress"
-                for item in outer.items):
-            return True
-    return False
-
-
-def _called_name(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 class DeviceFlow:
@@ -52,20 +30,14 @@ class DeviceFlow:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self._parents: Optional[Dict[int, ast.AST]] = None
+        self._ancestry = Ancestry(ctx.tree)
 
     def parents(self) -> Dict[int, ast.AST]:
-        if self._parents is None:
-            self._parents = {id(child): node for node in ast.walk(self.ctx.tree)
-                             for child in ast.iter_child_nodes(node)}
-        return self._parents
+        return self._ancestry.parents()
 
     def ancestors(self, node: ast.AST) -> List[ast.AST]:
         """The nodes from the module down to `node` (outermost first)."""
-        parents, chain = self.parents(), [node]
-        while id(chain[-1]) in parents:
-            chain.append(parents[id(chain[-1])])
-        return chain[::-1]
+        return self._ancestry.chain(node)
 
     def fails_everywhere(self, node: ast.AST, depth: int = 0) -> bool:
         """Does every use of the device value at `node` raise on an Ascend host, uncaught? Followed: the
