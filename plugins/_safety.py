@@ -24,13 +24,14 @@ def failure_caught(stack: List[ast.AST]) -> bool:
                 not (h.body and isinstance(h.body[-1], ast.Raise)) for h in outer.handlers):
             return True
         if isinstance(outer, (ast.With, ast.AsyncWith)) and inner in outer.body and any(
-                isinstance(item.context_expr, ast.Call) and _called_name(item.context_expr) == "suppress"
+                isinstance(item.context_expr, ast.Call) and called_name(item.context_expr) == "suppress"
                 for item in outer.items):
             return True
     return False
 
 
-def _called_name(call: ast.Call) -> str:
+def called_name(call: ast.Call) -> str:
+    """The name a call is made by: `suppress` for `contextlib.suppress(...)`; '' for anything else."""
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 

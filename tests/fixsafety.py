@@ -203,7 +203,7 @@ def buffers_written_in_place(before: str, after: str) -> List[str]:
             elif isinstance(node, ast.AugAssign) and not isinstance(node.target, ast.Name) and holds(node.target):
                 written = node.target
             elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and holds(t)
-                                                        for t in node.targets):
+                                                      for t in node.targets):
                 written = node.targets[0]
             if written is not None:
                 problems.append(f"buffer written in place at line {node.lineno}: {ast.unparse(node)[:80]}")

@@ -74,9 +74,8 @@ def test_the_behaviour_signature_lets_rewrites_of_failing_code_pass(before, afte
 def test_the_harness_sees_a_buffer_written_in_place():
     before = ("class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
               "    def forward(self, x):\n        h = torch.tensor([1.0]).npu()\n        {use}\n        return x * h\n")
-    after = before.replace("super().__init__()\n", "super().__init__()\n        self.register_buffer('_h_buf', "
-                           "torch.tensor([1.0]), persistent=False)\n").replace("torch.tensor([1.0]).npu()",
-                                                                                "self._h_buf")
+    registered = "super().__init__()\n        self.register_buffer('_h_buf', torch.tensor([1.0]), persistent=False)\n"
+    after = before.replace("super().__init__()\n", registered).replace("torch.tensor([1.0]).npu()", "self._h_buf")
     for use in ("torch.exp_(h)", "F.relu(h, inplace=True)", "nn.init.uniform_(h)", "h.add_(1)",
                 "h.view(-1).mul_(2)", "torch.add(x, 1, out=h)", "h[0] += 1", "h[0] = 1"):
         assert buffers_written_in_place(before.format(use=use), after.format(use=use)), use

@@ -130,7 +130,7 @@ class SyncCheckpointSave(Rule):
         self._pending: List[Tuple[ast.Call, Optional[ast.expr], str, str]] = []
         self._loads: Optional[bool] = None  # the file reads a checkpoint back somewhere (decides the fix)
         self._names_passed: Optional[Counter] = None  # names / dotted names passed to calls (path reuse)
-        self._dumps: Optional[List[Tuple[ast.AST, str]]] = None  # the file's expressions (path reuse)
+        self._all_nodes: Optional[List[ast.AST]] = None  # the file's expressions and assignments (path reuse)
 
     def visit_Call(self, node: ast.Call) -> None:
         qual = self.ctx.call_name(node)
@@ -219,33 +219,31 @@ class SyncCheckpointSave(Rule):
             return False
         saved = [path]
         if isinstance(path, ast.Name):  # `best = os.path.join(d, "best.ckpt")`: its value counts too
-            saved += [n.value for n in self._assignments() if len(n.targets) == 1
+            saved += [n.value for n in self._nodes() if isinstance(n, ast.Assign) and len(n.targets) == 1
                       and isinstance(n.targets[0], ast.Name) and n.targets[0].id == path.id]
         inside = {id(n) for expr in saved for n in ast.walk(expr)}
+        shapes = {type(expr) for expr in saved if not isinstance(expr, ast.Name)}
         dumps = {ast.dump(expr) for expr in saved if not isinstance(expr, ast.Name)}
         names = {c for expr in saved for c in _file_names(expr)}
-        for node, dump in self._expressions():
+        for node in self._nodes():
             if id(node) in inside:
                 continue
-            if dump in dumps:
+            if type(node) in shapes and ast.dump(node) in dumps:  # (dumped only when the node type matches)
                 return True
             if names and isinstance(node, ast.Constant) and isinstance(node.value, str) \
                     and any(name in node.value for name in names):
                 return True
         return False
 
-    def _assignments(self) -> List[ast.Assign]:
-        return [n for n, _ in self._expressions() if isinstance(n, ast.Assign)]
-
-    def _expressions(self) -> List[Tuple[ast.AST, str]]:
-        """Every expression and assignment of the file with its `ast.dump` (docstrings left out); computed
-        once, only where a fix is decided."""
-        if self._dumps is None:
+    def _nodes(self) -> List[ast.AST]:
+        """Every expression and assignment of the file, docstrings left out; listed once, only where a fix
+        is decided."""
+        if self._all_nodes is None:
             docstrings = {id(n.value) for n in ast.walk(self.ctx.tree) if isinstance(n, ast.Expr)
                           and isinstance(n.value, ast.Constant)}
-            self._dumps = [(n, ast.dump(n)) for n in ast.walk(self.ctx.tree)
-                           if (isinstance(n, ast.expr) and id(n) not in docstrings) or isinstance(n, ast.Assign)]
-        return self._dumps
+            self._all_nodes = [n for n in ast.walk(self.ctx.tree) if isinstance(n, ast.Assign)
+                               or (isinstance(n, ast.expr) and id(n) not in docstrings)]
+        return self._all_nodes
 
 
 def _callback_base(qual: Optional[str]) -> bool:

@@ -8,7 +8,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 from ascend_lint.rule import Applicability, Edit, Fix
 from ascend_lint.semantic import FileContext
 
-from .._safety import failure_caught
+from .._safety import called_name as _called_name, failure_caught
 
 
 # The part of every migration rule's "Known problems" that explains what is not a leftover.
@@ -95,11 +95,6 @@ GPU_PROBE_RE = re.compile(r"is_\w*gpu\w*_available")  # `is_torch_bf16_gpu_avail
 CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 AVAILABILITY_PROBE = frozenset({"torch.cuda.is_available"})
 NEGATING_OPS = (ast.NotEq, ast.IsNot, ast.NotIn)
-
-
-def _called_name(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _words(node: ast.AST) -> Tuple[FrozenSet[str], bool]:

@@ -64,7 +64,8 @@ class TorchCudaApi(Rule):
                    "`Event`, ...) and only where they are called (`torch.cuda.synchronize()`; for an imported "
                    "name, every use in the file a call): the original stopped there. A reference "
                    "(`hook = torch.cuda.synchronize`) raises nothing until some later call the linter may not "
-                   "see, so its rename is unsafe. It is unsafe for the APIs that answer quietly without CUDA (`is_available()` is "
+                   "see, so its rename is unsafe. It is unsafe for the APIs that answer quietly without CUDA "
+                   "(`is_available()` is "
                    "False, `device_count()` 0, `manual_seed` and `empty_cache` do nothing, `amp.autocast` and "
                    "`GradScaler` disable themselves with a warning): there the original ran another path (on "
                    "the CPU, in fp32, unseeded), and the NPU one computes different numbers. " + NPU_FIX_SAFETY,
