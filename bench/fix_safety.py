@@ -5,7 +5,9 @@
 For every Python file under the paths: lint with every rule (preview on), apply all fixes in memory
 (nothing is written), and require what tests/fixsafety.py requires: the result compiles, pyflakes reports
 nothing new (undefined names, unused imports/variables, redefinitions), no module-level use before an
-import, and a second fix changes nothing. Prints the counts docs/reliability.md records, and the first
+import, a second fix changes nothing, no buffer a fix registered is written in place, and the safe fixes
+alone (a plain `--fix`) keep the behaviour signature (autocast/scaling, quiet device queries, dtype, disk,
+aliasing). Prints the counts docs/reliability.md records, and the first
 problems found. The checkouts are the user's (the tuning corpora listed in docs/precision.md): this script
 never fetches anything.
 """

@@ -6,13 +6,15 @@ source, then require of the result what a reviewer and a flake8 CI would:
 - pyflakes reports nothing new of the kinds a fix can cause: undefined names (a use above its import
   included), unused imports and variables, redefinitions;
 - no module-level code reads a name above the top-level import that binds it (use-before-import);
-- fixing again changes nothing (idempotent).
+- fixing again changes nothing (idempotent);
+- the *safe* fixes alone leave the program's behaviour signature unchanged (`behaviour_signature`).
 
 pyflakes is compared before and after, so what the source already had is not held against the fixes.
 """
 from __future__ import annotations
 
 import ast
+import dataclasses
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from ascend_lint.fix import fixer
 from ascend_lint.config import Settings
 from ascend_lint.engine.linter import Linter
 from ascend_lint.fileio import SourceError
+from ascend_lint.rule import Applicability
 
 # The pyflakes messages a fix could cause, with the flake8 code that `# noqa` silences them by.
 WATCHED = {pyflakes_messages.UndefinedName: "F821", pyflakes_messages.UndefinedLocal: "F823",
@@ -94,6 +97,126 @@ def uses_before_import(text: str) -> List[str]:
     return problems
 
 
+# ----------------------------------------------------------------------------- what a safe fix keeps
+# A *safe* fix cannot change the program's dtype, its device or autocast/loss-scaling state where the original
+# ran, what it reads from or writes to disk, or aliasing (README "Fixes"; docs/reliability.md). Rewrites the
+# original could not run past on an Ascend host (a CUDA device given to `.to()` or `map_location=`, a
+# `torch.cuda` API that raises there, `set_to_none=True` on a fused optimizer) are outside the signature:
+# the rules decide those.
+AMP_CALLS = frozenset({"autocast", "GradScaler", "custom_fwd", "custom_bwd", "is_autocast_enabled",
+                       "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype"})
+QUIET_QUERIES = frozenset({"is_available", "device_count", "is_bf16_supported", "manual_seed", "manual_seed_all",
+                           "seed", "seed_all", "empty_cache", "set_rng_state", "set_rng_state_all"})
+DTYPE_METHODS = frozenset({"half", "float", "double", "bfloat16"})
+DISK_CALL_WORDS = ("save", "load", "open", "remove", "copy", "move", "upload", "restore", "resume")
+WATCHED_KEYWORDS = frozenset({"dtype", "device_type", "async_save", "inplace", "combine_grad", "out"})
+PRECISION_FLAGS = ("allow_tf32", "allow_hf32", "allow_fp16_reduced_precision_reduction",
+                   "allow_bf16_reduced_precision_reduction")
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call):
+        parts.append(_dotted(node.func) + "()")
+    return ".".join(reversed(parts))
+
+
+def behaviour_signature(text: str) -> Counter:
+    """What a safe fix must keep, as a multiset of facts about the source: autocast/GradScaler calls and
+    their arguments, quiet device queries and seeds (`is_available`, `device_count`, `manual_seed`, ...), dtype
+    casts and precision flags, the watched keywords (`dtype=`, `device_type=`, `async_save=`, `inplace=`,
+    `out=`, `combine_grad=`), calls that touch files with their arguments, optimizer
+    constructors, and `register_buffer`/`nn.Parameter` (aliasing)."""
+    facts: Counter = Counter()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            last = name.rsplit(".", 1)[-1]
+            args = ", ".join(ast.unparse(a) for a in node.args)
+            if last in AMP_CALLS:
+                facts[("autocast/scaling", name, args)] += 1
+            elif last in QUIET_QUERIES:
+                facts[("quiet query", name)] += 1
+            elif last in DTYPE_METHODS and not node.args:
+                facts[("dtype cast", name)] += 1
+            elif any(word in last.lower() for word in DISK_CALL_WORDS):
+                facts[("disk", last, args)] += 1
+            elif "optim" in name.lower() or last in ("register_buffer", "Parameter"):
+                facts[("optimizer/aliasing", name)] += 1
+            for kw in node.keywords:
+                if kw.arg in WATCHED_KEYWORDS:
+                    facts[("keyword", last, kw.arg, ast.unparse(kw.value))] += 1
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if _dotted(target).endswith(PRECISION_FLAGS):
+                    facts[("precision flag", _dotted(target), ast.unparse(node.value))] += 1
+    return facts
+
+
+def _registered_buffers(tree: ast.AST) -> set:
+    return {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and _dotted(node.func).endswith("register_buffer") and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)}
+
+
+def buffers_written_in_place(before: str, after: str) -> List[str]:
+    """Buffers a fix registered that the fixed code changes in place (a shared buffer then drifts on every
+    call): `self.<buf>` or a local bound to it (or to a view of it) used as the receiver of a trailing-`_`
+    method, the first argument of a trailing-`_` function (`torch.exp_`, `nn.init.uniform_`), an argument
+    of a call with `inplace=True` or `out=`, or the target of an augmented or subscript assignment. (An
+    independent check of the shapes ASC201 refuses; helpers and submodules are left to the rule.)"""
+    tree = ast.parse(after)
+    new = _registered_buffers(tree) - _registered_buffers(ast.parse(before))
+    problems = []
+    for func in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        held = {f"self.{name}" for name in new}
+        for node in ast.walk(func):  # locals bound to a buffer or a view of it: `w = self._w_buf.view(-1)`
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if any(_dotted(sub) in held for sub in ast.walk(node.value)):
+                    held.add(node.targets[0].id)
+
+        def holds(expr: ast.AST) -> bool:
+            while isinstance(expr, (ast.Subscript, ast.Attribute, ast.Call)):
+                if _dotted(expr) in held:
+                    return True
+                expr = expr.value if not isinstance(expr, ast.Call) else expr.func
+            return _dotted(expr) in held
+
+        for node in ast.walk(func):
+            written = None
+            if isinstance(node, ast.Call):
+                name = _dotted(node.func)
+                if isinstance(node.func, ast.Attribute) and name.endswith("_") and holds(node.func.value):
+                    written = node.func.value
+                elif name.endswith("_") and node.args and holds(node.args[0]):
+                    written = node.args[0]
+                elif any(kw.arg == "inplace" and ast.unparse(kw.value) != "False" for kw in node.keywords):
+                    written = next((a for a in node.args if holds(a)), None)
+                for kw in node.keywords:
+                    if kw.arg == "out" and holds(kw.value):
+                        written = kw.value
+            elif isinstance(node, ast.AugAssign) and not isinstance(node.target, ast.Name) and holds(node.target):
+                written = node.target
+            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and holds(t)
+                                                      for t in node.targets):
+                written = node.targets[0]
+            if written is not None:
+                problems.append(f"buffer written in place at line {node.lineno}: {ast.unparse(node)[:80]}")
+    return problems
+
+
+def signature_changes(before: str, after: str) -> List[str]:
+    """The facts of `behaviour_signature` that differ between two sources, as readable lines."""
+    old, new = behaviour_signature(before), behaviour_signature(after)
+    return [f"lost {fact}" for fact in sorted(old - new, key=repr)] + \
+        [f"gained {fact}" for fact in sorted(new - old, key=repr)]
+
+
 @dataclass
 class Outcome:
     applied: Counter = field(default_factory=Counter)  # rule code -> fixes applied
@@ -139,4 +262,16 @@ def check_fixes(text: str, path: str, linter: Linter, settings: Settings,
     again = fixer.fix_text(result.text, path, linter.check(result.text, path), linter, settings)
     if again.text != result.text:
         outcome.problems.append("not idempotent: a second --fix changes the file again")
+    outcome.problems.extend(buffers_written_in_place(text, result.text))
+    outcome.problems.extend(safe_fix_problems(text, path, findings, linter, settings))
     return outcome
+
+
+def safe_fix_problems(text: str, path: str, findings: Sequence, linter: Linter, settings: Settings) -> List[str]:
+    """Apply only the safe fixes (a plain `--fix`) and report every change to the behaviour signature."""
+    if not any(f.fix is not None and f.fix.applicability is Applicability.SAFE for f in findings):
+        return []
+    safe_only = dataclasses.replace(settings, unsafe_fixes=False)
+    result = fixer.fix_text(text, path, findings, linter, safe_only)
+    codes = sorted({f.code for f in result.applied})
+    return [f"a safe fix of {codes} changed behaviour: {change}" for change in signature_changes(text, result.text)]

@@ -6,6 +6,7 @@ import ast
 import textwrap
 from typing import List
 
+import pytest
 from conftest import REGISTRY, lint
 
 from ascend_lint.docs import rule_text
@@ -203,6 +204,78 @@ def test_no_fix_when_the_expression_is_not_constant_only():
     for src in (no_init, local_data, attr_set_elsewhere, unknown_function, via_name):
         (finding,) = found(src, "ASC201")
         assert finding.fix is None, src
+
+
+BUFFER_USES = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def reset(t):
+    t.zero_()
+
+
+def scale(t, x):
+    return x * t
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU(inplace=True)
+
+    def _reset(self, t):
+        t.fill_(0)
+
+    def _scale(self, t, x):
+        return x * t
+
+    def forward(self, x):
+        h = torch.tensor([0.5, 2.0]).npu()
+        {use}
+        return x * h
+"""
+
+
+@pytest.mark.parametrize("use", [
+    # in place on the value or on an alias or view of it: a buffer would drift on every call
+    "torch.exp_(h)", "torch.clamp_(h, 0, 1)", "F.relu(h, inplace=True)", "F.dropout(h, 0.1, True, True)",
+    "nn.init.uniform_(h)", "torch.nn.init.normal_(h)", "h.data *= 2", "h[0] += 1", "h[0] = 1",
+    "h[:1].mul_(2)", "torch.add(x, 1, out=h)", "g = h.view(-1)\n        g.add_(1)",
+    "v = torch.reshape(h, (-1,))\n        torch.exp_(v)", "dist.all_reduce(h)", "h.set_(x)",
+    # passed to a local function that changes its parameter, or to code not known to leave it alone
+    "reset(h)", "self._reset(h)", "self.act(h)", "process(h)", "nn.Parameter(h)", "rows = list(h)",
+    "x.set_(h)", "cache.append(h)", "kw = dict(t=h)", "scale(*[h, x])",
+])
+def test_asc201_no_buffer_fix_where_the_tensor_may_be_changed_or_kept(use):
+    src = BUFFER_USES.replace("{use}", use)
+    (finding,) = found(src, "ASC201")  # the finding stays: the per-call copy is real
+    assert finding.fix is None, use
+
+
+@pytest.mark.parametrize("use", [
+    "y = x.index_select(1, h.long())", "y = torch.cat([x, h])", "y = scale(h, x)", "y = self._scale(h, x)",
+    "n = len(h)", "print(h.shape)", "y = x.masked_fill(h > 1, 0)", "y = F.linear(x, h.view(1, 2))",
+    "y = x.clone()\n        y.add_(h)",
+])
+def test_asc201_buffer_fix_where_the_tensor_is_only_read(use):
+    (finding,) = found(BUFFER_USES.replace("{use}", use), "ASC201")
+    assert finding.fix is not None and finding.fix.applicability is Applicability.UNSAFE, use
+
+
+@pytest.mark.parametrize("change", ["self.order.reverse()", "self.order.sort()", "self.order.pop()",
+                                    "random.shuffle(self.order)", "np.random.shuffle(self.order)"])
+def test_asc201_no_buffer_fix_for_an_attribute_reordered_after_init(change):
+    src = ("import random\nimport numpy as np\nimport torch\nclass M(torch.nn.Module):\n"
+           "    def __init__(self):\n        super().__init__()\n        self.order = [1, 0, 2]\n"
+           f"    def reshuffle(self):\n        {change}\n"
+           "    def forward(self, x):\n        return x[:, torch.tensor(self.order).npu()]\n")
+    (finding,) = found(src, "ASC201")
+    assert finding.fix is None
+    (finding,) = found(src.replace(change, "pass"), "ASC201")
+    assert finding.fix is not None
 
 
 # --------------------------------------------------------------------------- autograd.Function

@@ -296,7 +296,7 @@ def test_asc404_only_in_hot_methods():
 def test_asc501_fix_adds_the_keyword():
     src = "from mindspore.train import CheckpointConfig\ncfg = CheckpointConfig(save_checkpoint_steps=10)\n"
     (f,) = lint(src, select=["ASC501"])
-    assert f.fix is not None and f.fix.applicability is Applicability.SAFE
+    assert f.fix is not None and f.fix.applicability is Applicability.UNSAFE  # the file may be read half-written
     (edit,) = f.fix.edits
     assert (edit.op, edit.name, edit.text) == ("set_keyword", "async_save", "True")
     assert (edit.span.line, edit.span.col, edit.span.end_col) == (2, 6, 48)
@@ -330,6 +330,16 @@ def test_asc501_no_fix_where_the_file_reads_the_checkpoint_back():
         ("best", "best = 'a.ckpt'\nprint('best')\n", True),  # named again, passed to no other call
         ("best", "é = 1\nbest = 'a.ckpt'\n", True),  # (a text that is not ASCII)
         ("best", "é = 1\nos.remove(best)\n", False),
+        # the saved file named again by an equal literal or expression, or inside another string
+        ("'best_model.ckpt'", "upload('best_model.ckpt')\n", False),
+        ("os.path.join(d, f'best_{x}.ckpt')", "os.remove(os.path.join(d, f'best_{x}.ckpt'))\n", False),
+        ("os.path.join(d, f'best_{x}.ckpt')", "os.remove(os.path.join(d, f'last_{x}.pt'))\n", True),
+        ("'best.ckpt'", "subprocess.run(['python', 'eval.py', '--ckpt', 'best.ckpt'])\n", False),
+        ("'out/best.ckpt'", "os.system('python eval.py out/best.ckpt')\n", False),
+        ("'best.ckpt'", "report(f'wrote best.ckpt at {t}')\n", False),
+        ("best", "best = os.path.join(d, 'b.ckpt')\nshow(os.path.join(d, 'b.ckpt'))\n", False),
+        ("best", "best = os.path.join(d, 'b.ckpt')\nshow(os.path.join(d, 'c.ckpt'))\n", True),
+        ("'best.ckpt'", 'def f():\n    """Writes best.ckpt."""\n', True),  # a docstring reads nothing
     ]
     for path, rest, fixed in cases:
         (f,) = lint(save.format(path) + rest, select=["ASC501"])
@@ -384,7 +394,7 @@ def test_status_context_and_fix_metadata():
         text = rule_text(rule)
         assert "## Fix safety" in text and "## Why is this bad on Ascend?" in text
         safety = rule.docs.fix_safety.lower()
-        assert safety.startswith("safe") if rule.fix_applicability else safety.startswith("no fix")
+        assert safety.startswith("unsafe") if rule.fix_applicability else safety.startswith("no fix")
 
 
 def test_asc501_training_loop_needs_training():

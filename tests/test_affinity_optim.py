@@ -369,6 +369,19 @@ def test_asc307_positional_true_is_replaced_in_place():
     assert edit.op == "replace" and edit.text == "False" and segment(src, edit.span) == "True"
 
 
+def test_asc307_fix_is_unsafe_where_an_except_catches_the_value_error():
+    """`set_to_none=True` raises on a fused optimizer: safe to rewrite only where that stopped the program."""
+    plain = "import torch_npu\nopt = torch_npu.optim.NpuFusedAdam(ps)\nopt.zero_grad(set_to_none=True)\n"
+    caught = ("import torch_npu\nopt = torch_npu.optim.NpuFusedAdam(ps)\ntry:\n    opt.zero_grad(set_to_none=True)\n"
+              "except ValueError:\n    print('skipped')\n")
+    (f,) = by_code(plain)["ASC307"]
+    assert f.fix.applicability is Applicability.SAFE
+    (f,) = by_code(caught)["ASC307"]
+    assert f.fix.applicability is Applicability.UNSAFE
+    (f,) = by_code(caught.replace("print('skipped')", "raise"))["ASC307"]
+    assert f.fix.applicability is Applicability.SAFE
+
+
 def test_asc307_follows_amp_initialize_and_self_attributes():
     src = '''
     from apex import amp

@@ -3,6 +3,7 @@ this project (tests/fixtures/programs/), each result compiled and pyflakes'd aga
 tests/fixsafety.py); plus what each program must and must not get, and the real ruff/flake8 after --fix."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REGISTRY
-from fixsafety import check_fixes, linter_for, pyflakes_counts, uses_before_import
+from ascend_lint.rule import Applicability
+from fixsafety import (behaviour_signature, buffers_written_in_place, check_fixes, linter_for, pyflakes_counts,
+                       safe_fix_problems, signature_changes, uses_before_import)
 
 PROGRAMS = Path(__file__).parent / "fixtures" / "programs"
 NAMES = sorted(p.name for p in PROGRAMS.glob("*.py"))
@@ -37,6 +40,56 @@ def test_the_harness_catches_what_it_is_for():
     assert pyflakes_counts("import os\n") == {("UnusedImport", ("os",)): 1}
     assert not pyflakes_counts("import torch_npu  # noqa: F401\n")  # flake8's noqa is honoured
     assert pyflakes_counts("def f():\n    s = 1\n") == {("UnusedVariable", ("s",)): 1}
+
+
+@pytest.mark.parametrize("before, after", [
+    # the shapes of issue #30 that a safe fix once produced: each changes the behaviour signature
+    ("with torch.autocast('cuda'):\n    pass\n", "with torch.autocast('npu'):\n    pass\n"),
+    ("with torch.amp.autocast('cuda'):\n    pass\n", "with torch.amp.autocast('npu'):\n    pass\n"),
+    ("s = torch.amp.GradScaler('cuda')\n", "s = torch.amp.GradScaler('npu')\n"),
+    ("c = torch.autocast(device_type='cuda')\n", "c = torch.autocast(device_type='npu')\n"),
+    ("s = torch.cuda.amp.GradScaler()\n", "s = torch.npu.amp.GradScaler()\n"),
+    ("n = torch.cuda.device_count()\n", "n = torch.npu.device_count()\n"),
+    ("ms.save_checkpoint(net, 'a.ckpt')\n", "ms.save_checkpoint(net, 'a.ckpt', async_save=True)\n"),
+    ("torch.backends.cuda.matmul.allow_tf32 = True\n", "torch.npu.matmul.allow_hf32 = True\n"),
+    ("opt = torch.optim.SGD(p, lr=0.1)\n", "opt = torch_npu.optim.NpuFusedSGD(p, lr=0.1)\n"),
+    ("x = F.relu(x)\n", "x = F.relu(x, inplace=True)\n"),
+])
+def test_the_behaviour_signature_sees_what_a_safe_fix_must_not_change(before, after):
+    assert signature_changes(before, after)
+
+
+@pytest.mark.parametrize("before, after", [
+    # what the safe fixes do where the original raises on an Ascend host
+    ("x = x.to('cuda')\n", "x = x.to('npu')\n"),
+    ("m = m.cuda()\n", "m = m.npu()\n"),
+    ("torch.cuda.synchronize()\n", "torch.npu.synchronize()\n"),
+    ("dist.init_process_group('nccl')\n", "dist.init_process_group('hccl')\n"),
+    ("opt.zero_grad(set_to_none=True)\n", "opt.zero_grad(set_to_none=False)\n"),
+])
+def test_the_behaviour_signature_lets_rewrites_of_failing_code_pass(before, after):
+    assert behaviour_signature(before) == behaviour_signature(after)
+
+
+def test_the_harness_sees_a_buffer_written_in_place():
+    before = ("class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "    def forward(self, x):\n        h = torch.tensor([1.0]).npu()\n        {use}\n        return x * h\n")
+    registered = "super().__init__()\n        self.register_buffer('_h_buf', torch.tensor([1.0]), persistent=False)\n"
+    after = before.replace("super().__init__()\n", registered).replace("torch.tensor([1.0]).npu()", "self._h_buf")
+    for use in ("torch.exp_(h)", "F.relu(h, inplace=True)", "nn.init.uniform_(h)", "h.add_(1)",
+                "h.view(-1).mul_(2)", "torch.add(x, 1, out=h)", "h[0] += 1", "h[0] = 1"):
+        assert buffers_written_in_place(before.format(use=use), after.format(use=use)), use
+    assert not buffers_written_in_place(before.format(use="y = h + 1"), after.format(use="y = h + 1"))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (PROGRAMS.parent / "fixes").glob("*.in.py")))
+def test_safe_fixes_alone_keep_the_behaviour_signature_of_every_fix_fixture(name):
+    linter, settings = linter_for(REGISTRY, "npu")
+    raw = (PROGRAMS.parent / "fixes" / name).read_bytes()
+    from ascend_lint.fileio import decode_source
+
+    text, _ = decode_source(raw)
+    assert not safe_fix_problems(text, name, linter.check(text, name), linter, settings)
 
 
 def test_the_programs_exercise_every_fixing_rule():
@@ -92,6 +145,47 @@ def test_unsafe_fixes_are_correct_code_asc201():
     assert 'total = torch.tensor(0.0, device="npu")' in text  # accumulated in place: no buffer
     assert "requires_grad=self.training" in text  # per-call state: no buffer
     assert "bias = torch.tensor([0.5, -0.5]).npu()" in text  # returned: no buffer
+
+
+def _safe_only(name: str, target: str = "npu") -> str:
+    """The program after a plain `--fix` (safe fixes only)."""
+    from ascend_lint import fixer
+
+    linter, settings = linter_for(REGISTRY, target)
+    text = (PROGRAMS / name).read_text()
+    safe = dataclasses.replace(settings, unsafe_fixes=False)
+    return fixer.fix_text(text, name, linter.check(text, name), linter, safe).text
+
+
+def test_a_plain_fix_keeps_autocast_scaling_and_caught_failures_of_a_port():
+    text = _safe_only("amp_port.py")
+    assert 'torch.amp.GradScaler("cuda")' in text and 'torch.autocast("cuda", dtype=torch.float16)' in text
+    assert 'torch.amp.autocast(device_type="cuda")' in text  # fp32, unscaled, as the original ran on Ascend
+    assert "batch = batch.cuda()" in text  # an `except` catches its failure: the original went on on the CPU
+    assert 'torch.device(f"npu:{rank}")' in text  # a local device that only reaches .to()/device=
+    assert 'images = images.to("npu", non_blocking=True)' in text
+    assert text.count("torch.cuda.") == 2  # the backend tables keep their cuda entries
+    unsafe = fix("amp_port.py", "npu").text
+    assert 'torch.autocast("npu", dtype=torch.float16)' in unsafe and 'GradScaler("npu")' in unsafe
+    assert unsafe.count("torch.cuda.") == 2
+
+
+def test_async_save_is_refused_where_the_file_names_the_saved_file_again():
+    linter, _ = linter_for(REGISTRY, "auto")
+    findings = [f for f in linter.check((PROGRAMS / "mindspore_upload.py").read_text(), "mindspore_upload.py")
+                if f.code == "ASC501"]
+    assert [(f.line, f.fix is not None) for f in findings] == [(16, False), (23, False), (30, False), (37, True)]
+    assert findings[-1].fix.applicability is Applicability.UNSAFE  # a reader out of sight may see a partial file
+    assert _safe_only("mindspore_upload.py", "auto") == (PROGRAMS / "mindspore_upload.py").read_text()
+
+
+def test_no_buffer_for_a_tensor_changed_in_place_or_passed_on():
+    text = fix("npu_inplace_model.py").text
+    assert text.count("register_buffer") == 1 and "weight = self._weight_buf" in text
+    for kept in ("logits = torch.tensor([0.1, -0.2]).npu()", "shift = torch.tensor([1.0, 2.0]).npu()",
+                 "bound = torch.tensor([3.0, 4.0]).npu()", "init = torch.tensor([0.0, 0.0]).npu()",
+                 "reset = torch.tensor([5.0, 6.0]).npu()", "hidden = torch.tensor([7.0, 8.0]).npu()"):
+        assert kept in text, kept
 
 
 def test_launch_blocking_update_with_other_variables_is_kept():

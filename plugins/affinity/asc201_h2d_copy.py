@@ -8,6 +8,9 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 from ascend_lint.analysis.semantic import Scope, argument, constant, keyword, method_name
 
+from ._mutation import (FLOWS, MAX_HELPER_DEPTH, MUTATES, READING_BUILTINS, READS, keyword_parameter,
+                        method_use, positional_parameter, torch_op_use, writes_in_place)
+
 TORCH_CTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor"} | {
     f"torch.{kind}Tensor" for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char",
                                        "Byte", "Bool")
@@ -18,11 +21,14 @@ MOVES = ("to", "npu", "cuda")
 NON_DATA_KEYWORDS = frozenset({"device", "dtype", "requires_grad", "pin_memory", "const_arg", "internal"})
 # Builtins a constant-only expression may call (pure, no inputs).
 # In-place container methods: a list built empty and appended to holds computed data.
-MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "__setitem__"})
+MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "__setitem__", "pop", "remove",
+                      "clear", "sort", "reverse", "popitem", "discard"})
 # Decorators that compile a MindSpore function or construct into a static graph (constants folded).
 JIT_DECORATORS = frozenset({"mindspore.jit", "mindspore.ms_function", "mindspore.common.api.jit",
                             "mindspore.common.api.ms_function"})
 SIZE_METHODS = frozenset({"size", "numel", "dim"})
+# Functions that reorder the list they are given in place (`random.shuffle(self.order)`).
+SHUFFLES = frozenset({"shuffle"})
 # Tensor attributes that are facts about it, not the tensor: reading them shares nothing.
 TENSOR_FACTS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "is_npu", "requires_grad", "size", "dim",
                           "numel", "item", "tolist", "nelement", "element_size", "stride", "is_contiguous"})
@@ -95,11 +101,21 @@ class HostToDeviceCopyInForward(Rule):
                    "moved expression reads nothing but literals, module constants and `self` attributes that "
                    "`__init__` alone sets to plain data (built from literals, its arguments, module constants, "
                    "builtins or numpy; never a parameter, module or tensor, which change as the model trains, "
-                   "and never changed in place elsewhere in the class); when it sets no `requires_grad` (a "
-                   "buffer would freeze `requires_grad=self.training`); and when nothing can tell that every "
-                   "call now shares one tensor: it is not mutated in place (`total += x`, `.add_()`, `out=`), "
-                   "aliased or stored (`y = t`, `self.cache = t`, `lst.append(t)`) or returned/yielded, "
-                   "directly or through a view.",
+                   "and never changed in place elsewhere in the class, `.sort()` and `random.shuffle(...)` "
+                   "included); when it sets no `requires_grad` (a buffer would freeze "
+                   "`requires_grad=self.training`); and when nothing can tell that every call now shares one "
+                   "tensor (a buffer changed in place drifts on every call). The tensor, each local name bound "
+                   "to it and each view of it (`t.view(...)`, `t[0]`, `torch.reshape(t, ...)`) may only be "
+                   "read: no in-place op (a trailing-`_` method or torch function: `.add_()`, `torch.exp_(t)`, "
+                   "`torch.clamp_`; `out=t`; `inplace=True`, also positional as in `F.relu(t, True)`; "
+                   "`nn.init.*`; a collective such as `dist.all_reduce(t)`; `t += x`, `t[0] += 1`, "
+                   "`t[0] = 1`), no store (`self.cache = t`, `lst.append(t)`, `nn.Parameter(t)`), no return or "
+                   "yield, and no call that is not known to only read it. Known to read: torch ops, tensor "
+                   "methods that only read their arguments (`x.index_select(1, t)`, `x.masked_fill_(t, 0)`), "
+                   "`len`/`print`/`isinstance`, and local functions (of the module, of the method, or of the "
+                   "class through `self.`) that only read the parameter receiving it. Any other callee refuses "
+                   "the fix: a submodule (`self.act(t)` may be an in-place ReLU), an imported helper, "
+                   "`list(t)` (its rows are views). The finding stays.",
         source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (domain-notes.md, case 1).",
     )
     flagged = (
@@ -551,12 +567,13 @@ class HostToDeviceCopyInForward(Rule):
     # A tensor built per call is private to that call; a buffer is one tensor shared by every call. The
     # fix is offered only where nothing can tell the difference.
     def _buffer_visible(self, node: ast.expr, func: ast.AST) -> bool:
-        """Could code see that every call now gets the same tensor: is the value at `node` (or the local
-        name it is bound to) mutated in place, aliased, stored, returned or yielded?"""
-        parents = self._parents(func)
-        return self._escapes(node, parents, func, set())
+        """Could code see that every call now gets the same tensor: is the value at `node` (or a local name
+        bound to it, or a view of it) changed in place, stored, returned or yielded, or passed to code that
+        is not known to leave it alone?"""
+        return self._escapes(node, func, set(), 0)
 
-    def _escapes(self, node: ast.AST, parents: Dict[int, ast.AST], func: ast.AST, seen: Set[str]) -> bool:
+    def _escapes(self, node: ast.AST, func: ast.AST, seen: Set[Tuple[int, str]], depth: int) -> bool:
+        parents = self._parents(func)
         current = node
         while True:
             parent = parents.get(id(current))
@@ -568,7 +585,7 @@ class HostToDeviceCopyInForward(Rule):
             if isinstance(parent, ast.Subscript):
                 if parent.value is not current:
                     return False  # used as an index: read
-                current = parent  # a view of the same storage flows on
+                current = parent  # a view of the same storage flows on (`t[0] = 1` is judged where it lands)
             elif isinstance(parent, ast.IfExp):
                 if parent.test is current:
                     return False
@@ -585,32 +602,93 @@ class HostToDeviceCopyInForward(Rule):
                     current = call  # `.view()`, `.float()`, `.to()` may return the tensor itself or a view
                 else:
                     current = parent  # `.data`, `.T`: the same storage
+            elif isinstance(parent, ast.keyword):
+                current = parent  # an argument by keyword: judged at its call
             elif isinstance(parent, ast.Call):
-                func_node = parent.func
-                called = func_node.attr if isinstance(func_node, ast.Attribute) else getattr(func_node, "id", "")
-                out = isinstance(current, ast.keyword) and current.arg == "out"
-                return out or called in MUTATORS or called in ("setattr", "register_buffer")
-            elif isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.AugAssign,
-                                     ast.Expr, ast.If, ast.While, ast.Assert, ast.keyword)):
-                if isinstance(parent, ast.keyword):  # an argument by keyword: judged at its call
-                    current = parent
-                    continue
+                use = self._call_use(parent, current, func, seen, depth)
+                if use != FLOWS:
+                    return use == MUTATES
+                current = parent
+            elif isinstance(parent, ast.AugAssign):
+                return parent.target is current  # `t[0] += 1`, `t.data *= 2` write the shared tensor
+            elif isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.Expr, ast.If,
+                                     ast.While, ast.Assert)):
                 return False  # a new value is computed from it, or it is only read
             elif isinstance(parent, (ast.Assign, ast.AnnAssign)):
                 targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
                 if len(targets) != 1 or not isinstance(targets[0], ast.Name):
-                    return True  # stored in an attribute, a container slot, or unpacked
-                return self._name_escapes(targets[0].id, parents, func, seen)
+                    return True  # stored in an attribute or a container slot, unpacked, or written (`t[0] = 1`)
+                if targets[0] is current:
+                    return False  # the name is rebound: this use ends here
+                return self._name_escapes(targets[0].id, func, seen, depth)
             else:
                 return True  # returned, yielded, put in a container, bound by `with`/`for`, ...
 
-    def _name_escapes(self, name: str, parents: Dict[int, ast.AST], func: ast.AST, seen: Set[str]) -> bool:
-        if name in seen:
+    def _call_use(self, call: ast.Call, arg: ast.AST, func: ast.AST, seen: Set[Tuple[int, str]],
+                  depth: int) -> str:
+        """What `call` does with the tensor passed as `arg` (a positional argument or a keyword)."""
+        if call.func is arg or (isinstance(arg, ast.keyword) and arg.arg in ("out", None)):
+            return MUTATES  # called, written through `out=`, or spread by `**`
+        qual = self.ctx.call_name(call)
+        if writes_in_place(call, qual):
+            return MUTATES
+        if qual is not None:
+            return torch_op_use(qual) if qual.startswith("torch.") else MUTATES
+        callee = call.func
+        if isinstance(callee, ast.Attribute):
+            if isinstance(callee.value, ast.Name) and callee.value.id == self._self_name():
+                method = self._class_method(callee.attr)  # `self.helper(t)`: a method of this class
+                return self._helper_use(method, call, arg, True, seen, depth) if method is not None else MUTATES
+            return method_use(callee.attr)
+        if isinstance(callee, ast.Name):
+            if callee.id in READING_BUILTINS and not self.ctx.is_local(callee.id) \
+                    and callee.id not in self.ctx.local_functions:
+                return READS
+            helper = self._local_function(callee.id, func)
+            if helper is not None:
+                return self._helper_use(helper, call, arg, False, seen, depth)
+        return MUTATES  # an unknown callee: not known to leave the tensor alone
+
+    def _helper_use(self, helper: ast.AST, call: ast.Call, arg: ast.AST, method: bool,
+                    seen: Set[Tuple[int, str]], depth: int) -> str:
+        """A local function given the tensor: READS when its parameter is only read there (judged as in the
+        hot method, a return counting as handing it on), else MUTATES."""
+        if depth >= MAX_HELPER_DEPTH or isinstance(arg, ast.Starred):
+            return MUTATES
+        if isinstance(arg, ast.keyword):
+            param = keyword_parameter(helper, arg.arg)
+        elif any(isinstance(a, ast.Starred) for a in call.args[: call.args.index(arg)]):
+            param = None
+        else:
+            param = positional_parameter(helper, call.args.index(arg), method)
+        if param is None:
+            return MUTATES
+        return MUTATES if self._name_escapes(param, helper, seen, depth + 1) else READS
+
+    def _local_function(self, name: str, func: ast.AST) -> Optional[ast.AST]:
+        """A function defined in the hot method or at the top of the module under `name`."""
+        for sub in ast.walk(func):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.name == name and sub is not func:
+                return sub
+        return next((s for s in self.ctx.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and s.name == name), None)
+
+    def _class_method(self, name: str) -> Optional[ast.AST]:
+        cls = self._hot_class()
+        if cls is None or not isinstance(cls.node, ast.ClassDef):
+            return None
+        return next((s for s in cls.node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and s.name == name and not s.decorator_list), None)
+
+    def _name_escapes(self, name: str, func: ast.AST, seen: Set[Tuple[int, str]], depth: int) -> bool:
+        key = (id(func), name)
+        if key in seen:
             return False
-        seen.add(name)
-        for sub in ast.walk(func):  # every use of the local in the method (a bounded look)
+        seen.add(key)
+        parents = self._parents(func)
+        for sub in ast.walk(func):  # every use of the local in the function (a bounded look)
             if isinstance(sub, ast.Name) and sub.id == name:
-                if isinstance(sub.ctx, ast.Load) and self._escapes(sub, parents, func, seen):
+                if isinstance(sub.ctx, ast.Load) and self._escapes(sub, func, seen, depth):
                     return True
                 parent = parents.get(id(sub))
                 if isinstance(parent, ast.AugAssign) and parent.target is sub:
@@ -649,6 +727,9 @@ class HostToDeviceCopyInForward(Rule):
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and _self_attr(
                     sub.func.value, self_name) and (sub.func.attr in MUTATORS or sub.func.attr.endswith("_")):
                 changed.add(sub.func.value.attr)
+            called = _called_name(sub)
+            if called in SHUFFLES or called.endswith("_"):
+                changed.update(a.attr for a in sub.args if _self_attr(a, self_name))  # `random.shuffle(self.order)`
             if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                 for target in targets:
@@ -896,6 +977,14 @@ def _cpu_test(test: ast.expr) -> Optional[bool]:
 def _inside(outer: ast.AST, inner: ast.AST) -> bool:
     return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
         (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
+
+
+def _called_name(node: ast.AST) -> str:
+    """The last name of a call's callee (`shuffle` for `np.random.shuffle(...)`); '' for anything else."""
+    if not isinstance(node, ast.Call):
+        return ""
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _self_attr(node: ast.AST, self_name: str) -> bool:

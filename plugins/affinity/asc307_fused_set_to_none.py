@@ -7,6 +7,7 @@ from typing import List, Optional, Tuple
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule, Severity
 from ascend_lint.analysis.semantic import argument, constant, receiver_name
 
+from .._safety import Ancestry, failure_caught
 from .asc301_fused_optimizer import imported_fused, is_fused_optimizer, is_plain_optimizer
 from .asc303_amp_combine_grad import flag_state, is_amp_initialize
 
@@ -51,7 +52,9 @@ class FusedOptimizerSetToNone(Rule):
         """,
         fix_safety="Safe where the receiver is built in this file as a fused optimizer: `set_to_none=True` "
                    "raises `ValueError` there, so the original stopped at that line, and `set_to_none=False` is "
-                   "the only value the fused optimizers accept. Unsafe where the optimizer is inferred (a "
+                   "the only value the fused optimizers accept. Unsafe where an `except` around the call in the "
+                   "same function catches that error (the original went on without zeroing). Unsafe where "
+                   "the optimizer is inferred (a "
                    "parameter in a file whose only optimizers are fused, or the model under apex "
                    "`combine_grad`): if it is a plain `torch.optim` optimizer after all, zeroed gradients "
                    "instead of `None` change the update (momentum and weight decay then also touch parameters "
@@ -104,6 +107,7 @@ class FusedOptimizerSetToNone(Rule):
         self._fused_built = False
         self._plain_built = False
         self._combine_grad = False
+        self._ancestry = Ancestry(ctx.tree)  # parent links, built only if a fused optimizer's fix is decided
 
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
@@ -191,6 +195,7 @@ class FusedOptimizerSetToNone(Rule):
             else:
                 edit = Edit("set_keyword", self.ctx.span(node), "False", "set_to_none")
             receiver = " ".join(ast.unparse(node.func.value).split())
-            applicability = Applicability.SAFE if kind == FUSED else Applicability.UNSAFE  # see Fix safety
+            raised = kind == FUSED and not failure_caught(self._ancestry.chain(node))  # stopped the original
+            applicability = Applicability.SAFE if raised else Applicability.UNSAFE  # see Fix safety
             self.report(node, receiver=receiver, problem=problem,
                         fix=Fix(applicability, "Use `set_to_none=False`", (edit,)))

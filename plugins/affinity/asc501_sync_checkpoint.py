@@ -27,7 +27,7 @@ class SyncCheckpointSave(Rule):
     code = "ASC501"
     name = "sync-checkpoint-save"
     message = "{op} {problem}: {remedy}"
-    fix_applicability = Applicability.SAFE
+    fix_applicability = Applicability.UNSAFE
     triggers = ("CheckpointConfig", "save_checkpoint", "save(")
     docs = Docs(
         summary="Synchronous checkpoint saving that blocks training.",
@@ -60,15 +60,20 @@ class SyncCheckpointSave(Rule):
             config = CheckpointConfig(save_checkpoint_steps=steps, keep_checkpoint_max=10, async_save=True)
             ckpt_cb = ModelCheckpoint(prefix="resnet50", directory="./ckpt", config=config)
         """,
-        fix_safety="Safe for the MindSpore cases in a file that never reads a checkpoint back: the fix adds "
-                   "`async_save=True` (or replaces a false value); the checkpoint written is the same, only the "
-                   "write happens in a background thread, which the interpreter waits for at exit. Not offered "
-                   "when the file also loads a checkpoint (`load_checkpoint`, `load_param_into_net`, a "
-                   "`load`/`restore`/`resume` helper) or passes the saved path to another call (`shutil.copy`, "
-                   "`os.remove`, `open`): `load_checkpoint` does not wait for the background writer (MindSpore "
-                   "asks to poll `async_ckpt_thread_status()` first), so the early-stopping \"save best, load "
-                   "best\" pattern could read a half-written file. No fix for `torch.save`: how often to save is "
-                   "the user's decision.",
+        fix_safety="Unsafe: the fix adds `async_save=True` (or replaces a false value), and the save then "
+                   "returns before the file is complete (MindSpore documents `async_ckpt_thread_status()` for "
+                   "telling when the background write has finished). Whatever reads the file in the meantime "
+                   "can see a partial or missing checkpoint: this file, another module, a subprocess "
+                   "(an evaluation or upload script), a job watching the directory, or a later step of the "
+                   "same run. Most of those readers are out of the linter's sight, so the fix can never be "
+                   "proven to leave what the program reads unchanged; review it with `--unsafe-fixes`. It is "
+                   "not offered where the file visibly reads the checkpoint back: it loads one "
+                   "(`load_checkpoint`, `load_param_into_net`, a `load`/`restore`/`resume` helper; the "
+                   "early-stopping \"save best, load best\" pattern), or it uses the saved path again: the "
+                   "same name passed to another call (`shutil.copy(path, ...)`), an equal expression anywhere "
+                   "(`os.remove(os.path.join(d, f'best_{x}.ckpt'))`, `upload('best_model.ckpt')`, a "
+                   "subprocess argument list), or the saved file name inside another string (`os.system('cp "
+                   "best.ckpt ...')`). No fix for `torch.save`: how often to save is the user's decision.",
         source="MindSpore performance tuning notes (async checkpoint saving, 2450 vs 2200 img/s); "
                "`mindspore.train.CheckpointConfig` and `mindspore.save_checkpoint` API docs.",
     )
@@ -125,6 +130,7 @@ class SyncCheckpointSave(Rule):
         self._pending: List[Tuple[ast.Call, Optional[ast.expr], str, str]] = []
         self._loads: Optional[bool] = None  # the file reads a checkpoint back somewhere (decides the fix)
         self._names_passed: Optional[Counter] = None  # names / dotted names passed to calls (path reuse)
+        self._all_nodes: Optional[List[ast.AST]] = None  # the file's expressions and assignments (path reuse)
 
     def visit_Call(self, node: ast.Call) -> None:
         qual = self.ctx.call_name(node)
@@ -197,13 +203,47 @@ class SyncCheckpointSave(Rule):
         return self._names_passed[name] > 1
 
     def _fix(self, call: ast.Call, value: Optional[ast.expr]) -> Optional[Fix]:
-        if self._reads_back(call):
-            return None  # the background write could be read half-done: see Fix safety
+        if self._reads_back(call) or self._path_used_again(call):
+            return None  # the background write would be read half-done: see Fix safety
         if value is not None and value in call.args:  # positional: replace the value in place
             edit = Edit("replace", self.ctx.span(value), "True")
         else:
             edit = Edit("set_keyword", self.ctx.span(call), "True", "async_save")
-        return Fix(Applicability.SAFE, "Pass `async_save=True`", (edit,))
+        return Fix(Applicability.UNSAFE, "Pass `async_save=True`", (edit,))
+
+    def _path_used_again(self, call: ast.Call) -> bool:
+        """Does the file name the saved file again: an expression equal to the saved path (or to the value
+        a path name is assigned) anywhere else, or the saved file's name inside another string?"""
+        path = argument(call, "ckpt_file_name", 1)
+        if path is None:
+            return False
+        saved = [path]
+        if isinstance(path, ast.Name):  # `best = os.path.join(d, "best.ckpt")`: its value counts too
+            saved += [n.value for n in self._nodes() if isinstance(n, ast.Assign) and len(n.targets) == 1
+                      and isinstance(n.targets[0], ast.Name) and n.targets[0].id == path.id]
+        inside = {id(n) for expr in saved for n in ast.walk(expr)}
+        shapes = {type(expr) for expr in saved if not isinstance(expr, ast.Name)}
+        dumps = {ast.dump(expr) for expr in saved if not isinstance(expr, ast.Name)}
+        names = {c for expr in saved for c in _file_names(expr)}
+        for node in self._nodes():
+            if id(node) in inside:
+                continue
+            if type(node) in shapes and ast.dump(node) in dumps:  # (dumped only when the node type matches)
+                return True
+            if names and isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and any(name in node.value for name in names):
+                return True
+        return False
+
+    def _nodes(self) -> List[ast.AST]:
+        """Every expression and assignment of the file, docstrings left out; listed once, only where a fix
+        is decided."""
+        if self._all_nodes is None:
+            docstrings = {id(n.value) for n in ast.walk(self.ctx.tree) if isinstance(n, ast.Expr)
+                          and isinstance(n.value, ast.Constant)}
+            self._all_nodes = [n for n in ast.walk(self.ctx.tree) if isinstance(n, ast.Assign)
+                               or (isinstance(n, ast.expr) and id(n) not in docstrings)]
+        return self._all_nodes
 
 
 def _callback_base(qual: Optional[str]) -> bool:
@@ -240,6 +280,14 @@ def _may_pass_again(text: str, path: str) -> bool:
     """Can the tree of `text` pass `path` (a dotted name) to more than one call?"""
     word = path.rpartition(".")[2]
     return not text.isascii() or len(re.findall(rf"(?<![A-Za-z0-9_]){word}(?![A-Za-z0-9_])", text)) > 1
+
+
+def _file_names(expr: ast.AST) -> List[str]:
+    """The file names spelled in a path expression: its string parts that end in an extension
+    (`"best_model.ckpt"`, the `".ckpt"` of `f"best_{x}.ckpt"`)."""
+    return [n.value.rsplit("/", 1)[-1] for n in ast.walk(expr)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and re.search(r"\.[A-Za-z0-9]+$", n.value.rsplit("/", 1)[-1])]
 
 
 def _dotted(node: Optional[ast.AST]) -> str:

@@ -8,6 +8,8 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 from ascend_lint.rule import Applicability, Edit, Fix
 from ascend_lint.analysis.semantic import FileContext
 
+from .._safety import called_name as _called_name, failure_caught
+
 
 # The part of every migration rule's "Known problems" that explains what is not a leftover.
 NOT_LEFTOVERS = (
@@ -36,13 +38,16 @@ def source(ctx: FileContext, node: ast.AST) -> Optional[str]:
 
 # Fix safety shared by the migration rules whose fixed code needs torch_npu loaded.
 NPU_FIX_SAFETY = (
-    "Safe where the file itself imports `torch_npu` unconditionally: such a file runs only where torch_npu "
-    "is installed, so the NPU spelling is the only one that can run. Unsafe where the file does not import "
-    "it: the fix also adds `import torch_npu  # noqa: F401` next to the file's `torch` import (the `noqa` "
-    "keeps flake8/ruff from deleting an import used only for its effect), which ties the file to Ascend. "
-    "Not offered where the file imports torch_npu only behind a guard (`try:`/`if`, or inside a function): "
-    "that file also runs without torch_npu, and the rewritten line would fail there. Not offered in files "
-    "that do not use torch (MindSpore-only code gets no torch_npu advice)."
+    "Safe only where the file itself imports `torch_npu` unconditionally (such a file runs only where "
+    "torch_npu is installed, so the NPU spelling is the only one that can run) and the rewritten code raises "
+    "on an Ascend host, where torch has no CUDA: the original stopped there, so the fix cannot change a "
+    "result it computed. Unsafe where an `except` around it in the same function catches that failure (the "
+    "original went on in the handler; a caller's `try` in another function is not seen), and where the file "
+    "does not import torch_npu: the fix also adds `import torch_npu  # noqa: F401` next to the file's `torch` "
+    "import (the `noqa` keeps flake8/ruff from deleting an import used only for its effect), which ties the "
+    "file to Ascend. Not offered where the file imports torch_npu only behind a guard (`try:`/`if`, or "
+    "inside a function): that file also runs without torch_npu, and the rewritten line would fail there. "
+    "Not offered in files that do not use torch (MindSpore-only code gets no torch_npu advice)."
 )
 
 
@@ -56,12 +61,14 @@ def uses_torch(ctx: FileContext) -> bool:
 
 def npu_fix(ctx: FileContext, description: str, *edits: Edit, changes_results: bool = False) -> Optional[Fix]:
     """A fix whose result needs torch_npu loaded; see NPU_FIX_SAFETY. `changes_results`: the fixed code
-    computes something else on the NPU than the original did there (always unsafe)."""
+    computes something else on the NPU than the original did there (always unsafe). So does code whose
+    failure an `except` catches: the original went on along the handler's path."""
     status = ctx.import_status("torch_npu")
     if status == "guarded" or not uses_torch(ctx):
         return None
     if status:
-        applicability = Applicability.UNSAFE if changes_results else Applicability.SAFE
+        quiet = changes_results or failure_caught(ctx.stack)
+        applicability = Applicability.UNSAFE if quiet else Applicability.SAFE
         return Fix(applicability, description, tuple(edits), imports=("torch_npu",))
     return Fix(Applicability.UNSAFE, description + " (adds `import torch_npu`)", tuple(edits), imports=("torch_npu",))
 
@@ -88,11 +95,6 @@ GPU_PROBE_RE = re.compile(r"is_\w*gpu\w*_available")  # `is_torch_bf16_gpu_avail
 CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 AVAILABILITY_PROBE = frozenset({"torch.cuda.is_available"})
 NEGATING_OPS = (ast.NotEq, ast.IsNot, ast.NotIn)
-
-
-def _called_name(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _words(node: ast.AST) -> Tuple[FrozenSet[str], bool]:
@@ -339,20 +341,40 @@ def _bound_names_any(node: ast.Try, names: set) -> bool:
 
 
 def in_backend_table(stack: List[ast.AST]) -> bool:
-    """Is the node an entry of a per-backend dispatch table: a dict value whose key names a backend
-    (`{'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}`, `{'gpu': 'cuda:0', ...}`)?"""
+    """Is the node an entry of a per-backend dispatch table, in any spelling: a dict value whose key names a
+    backend (`{'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}`, `{'gpu': 'cuda:0', ...}`),
+    a keyword of `dict(...)` (`dict(cuda=torch.cuda.synchronize, npu=torch.npu.synchronize)`), or the value of
+    a `(key, value)` pair among such pairs (`[('cuda', torch.cuda.synchronize), ('npu', ...)]`, also inside
+    `dict(...)`/`OrderedDict(...)`)? The entry under the `cuda` key is the CUDA backend's on purpose."""
     for i, node in enumerate(stack[:-1]):
-        if not isinstance(node, ast.Dict):
-            continue
         child = stack[i + 1]
-        keys = [k for k, v in zip(node.keys, node.values) if v is child]
-        if not keys:
+        if isinstance(node, ast.Dict):
+            entries = [(_key_words(k), v) for k, v in zip(node.keys, node.values)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+            entries = [(_name_words(kw.arg) if kw.arg else None, kw) for kw in node.keywords]
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)) and child in node.elts and _pair(child):
+            entries = [(_key_words(e.elts[0]) if _pair(e) else None, e) for e in node.elts]
+        else:
             continue
-        words, is_string = _words(keys[0]) if keys[0] is not None else (frozenset(), False)
-        named = {w for k in node.keys if k is not None for w in _words(k)[0] if _words(k)[1]}
-        if is_string and (words & (OTHER_STRING_WORDS | {"cuda", "cpu"}) or named & NPU_WORDS):
+        own = [words for words, value in entries if value is child]
+        if not own or own[0] is None:
+            continue
+        named = frozenset().union(*(words for words, _ in entries if words is not None))
+        if own[0] & (OTHER_STRING_WORDS | {"cuda", "cpu"}) or named & NPU_WORDS:
             return True
     return False
+
+
+def _pair(node: ast.AST) -> bool:
+    return isinstance(node, ast.Tuple) and len(node.elts) == 2
+
+
+def _key_words(key: Optional[ast.AST]) -> Optional[FrozenSet[str]]:
+    """The words of a string key (`'cuda'`, `"npu:0"`); None for any other key."""
+    if key is None:
+        return None
+    words, is_string = _words(key)
+    return words if is_string else None
 
 
 def gpu_fallback(ctx: FileContext, cache: Dict[int, bool], tests: List[ast.expr]) -> bool:

@@ -8,6 +8,7 @@ from ascend_lint.analysis.semantic import argument, constant
 
 from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, dispatches_elsewhere, gpu_fallback,
                       in_backend_switch, names_npu, npu_fix, npu_polarity, replace_in_literal, source, uses_torch)
+from ._flow import DeviceFlow
 
 # Keyword arguments that take a device.
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type"})
@@ -55,7 +56,16 @@ class CudaDevice(Rule):
             device = torch.device("npu:{}".format(rank))
         """,
         fix_safety="`.cuda(` becomes `.npu(` and `'cuda'` becomes `'npu'` inside the device string "
-                   "(`Tensor.npu` and `Module.npu` take the same arguments). " + NPU_FIX_SAFETY,
+                   "(`Tensor.npu` and `Module.npu` take the same arguments). The device string is judged by "
+                   "where it is used, not where it is written: it raises on an Ascend host only when it "
+                   "reaches `.cuda()`, `.to(...)`, `x.new_*(device=...)` or the `device=`/`map_location=` of a "
+                   "torch call (through `torch.device(...)`, `.format(...)`, a conditional, or a local name "
+                   "every read of which does). Anywhere else the rewrite is unsafe: `torch.autocast('cuda')`, "
+                   "`torch.amp.autocast('cuda')`, `torch.amp.GradScaler('cuda')` and `device_type='cuda'` "
+                   "disable themselves with a warning on an Ascend host (the original trained in fp32 without "
+                   "loss scaling; the fixed code trains in fp16 with it), a comparison picks another branch, "
+                   "and a module-level name, a returned value or one passed to another function goes where the "
+                   "linter cannot follow. " + NPU_FIX_SAFETY,
         source="Ascend Extension for PyTorch migration guide (manual migration: device, `.cuda()`), "
                "torch_npu/contrib/transfer_to_npu.py (what automatic migration rewrites).",
     )
@@ -92,11 +102,14 @@ class CudaDevice(Rule):
         "import mindspore as ms\ndevice = 'cuda:0'\nnet = net.cuda()",
         # a per-backend table
         "import torch, torch_npu\nDEVICES = {'cuda': 'cuda:0', 'npu': 'npu:0'}",
+        "import torch, torch_npu\nDEVICES = dict(cuda=torch.device('cuda:0'), npu=torch.device('npu:0'))",
+        "import torch, torch_npu\nDEVICES = [('cuda', torch.device('cuda:0')), ('npu', torch.device('npu:0'))]",
     )
 
     def __init__(self, ctx, options=None) -> None:
         super().__init__(ctx, options)
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
+        self._flow = DeviceFlow(ctx)  # where a device string goes (decides the fix's safety)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -159,5 +172,6 @@ class CudaDevice(Rule):
         fix = None
         edit = replace_in_literal(self.ctx, node, "cuda", "npu")
         if edit is not None:
-            fix = npu_fix(self.ctx, "Replace the CUDA device with the NPU device", edit)
+            fix = npu_fix(self.ctx, "Replace the CUDA device with the NPU device", edit,
+                          changes_results=not self._flow.fails_everywhere(node))
         self.report(node, what=f"the device string {what}", remedy="use the `npu` device ('npu', 'npu:N')", fix=fix)

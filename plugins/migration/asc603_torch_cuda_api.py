@@ -5,6 +5,7 @@ import ast
 from typing import Dict
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 
+from .._safety import Ancestry, failure_caught
 from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, torch_spelling
 from .twins import Twin, lookup
 
@@ -56,10 +57,15 @@ class TorchCudaApi(Rule):
                    "`from torch_npu.npu.amp import autocast` (that import loads torch_npu itself, so it adds "
                    "none). No fix for twins that differ, for APIs without a twin, or where the spelling cannot "
                    "be kept simply (`from torch import cuda; cuda.synchronize()`). Entries of a per-backend "
-                   "table (`{'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}`) are "
-                   "deliberate and not reported. The rename is safe only for APIs that fail on an Ascend host "
-                   "(`synchronize`, `set_device`, `current_device`, `Stream`, `Event`, ...): the original stopped "
-                   "there. It is unsafe for the APIs that answer quietly without CUDA (`is_available()` is "
+                   "table are deliberate and not reported, whatever its spelling: "
+                   "`{'cuda': torch.cuda.synchronize, 'npu': torch.npu.synchronize}`, "
+                   "`dict(cuda=..., npu=...)`, `[('cuda', ...), ('npu', ...)]`. The rename is safe only for APIs "
+                   "that fail on an Ascend host (`synchronize`, `set_device`, `current_device`, `Stream`, "
+                   "`Event`, ...) and only where they are called (`torch.cuda.synchronize()`; for an imported "
+                   "name, every use in the file a call): the original stopped there. A reference "
+                   "(`hook = torch.cuda.synchronize`) raises nothing until some later call the linter may not "
+                   "see, so its rename is unsafe. It is unsafe for the APIs that answer quietly without CUDA "
+                   "(`is_available()` is "
                    "False, `device_count()` 0, `manual_seed` and `empty_cache` do nothing, `amp.autocast` and "
                    "`GradScaler` disable themselves with a warning): there the original ran another path (on "
                    "the CPU, in fp32, unseeded), and the NPU one computes different numbers. " + NPU_FIX_SAFETY,
@@ -90,11 +96,14 @@ class TorchCudaApi(Rule):
         # a per-backend dispatch table is deliberate multi-backend code
         "import torch\nimport torch_npu\nAVAILABLE = {'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}",
         "import torch\nimport torch_npu\nSYNC = {'gpu': torch.cuda.synchronize, 'npu': torch.npu.synchronize}",
+        "import torch\nimport torch_npu\nSYNC = dict(cuda=torch.cuda.synchronize, npu=torch.npu.synchronize)",
+        "import torch\nimport torch_npu\nSYNC = [('cuda', torch.cuda.synchronize), ('npu', torch.npu.synchronize)]",
     )
 
     def __init__(self, ctx, options=None) -> None:
         super().__init__(ctx, options)
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
+        self._ancestry = Ancestry(ctx.tree)  # parent links, built only to judge an import's fix
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         parent = self.ctx.parent
@@ -113,8 +122,9 @@ class TorchCudaApi(Rule):
         if not found or in_backend_switch(self.ctx, self._switches):
             return
         fix = None
-        quiet = any(not t.fails_without_cuda for _, t in found)
         if len(found) == len(node.names) and all(t.exact for _, t in found) and node.lineno == node.end_lineno:
+            quiet = any(not t.fails_without_cuda for _, t in found) or not all(
+                self._only_called(alias.asname or alias.name) for alias, _ in found)
             names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
             text = f"from torch_npu.npu{module[len('torch.cuda'):]} import {names}"
             status = self.ctx.import_status("torch_npu")
@@ -140,10 +150,24 @@ class TorchCudaApi(Rule):
             spelled = torch_spelling(self.ctx, node, "cuda")
             if spelled is not None:
                 inner, base = spelled
+                parent = self.ctx.parent
+                called = isinstance(parent, ast.Call) and parent.func is node  # a reference raises nothing
                 fix = npu_fix(self.ctx, f"Replace `{qual}` with `{twin.npu}`",
                               Edit("replace", self.ctx.span(inner), f"{base}.npu"),
-                              changes_results=not twin.fails_without_cuda)
+                              changes_results=not (twin.fails_without_cuda and called))
         self.report(node, message=self._message(qual, twin), fix=fix)
+
+    def _only_called(self, name: str) -> bool:
+        """Is every read of an imported name in this file a call, outside any `except` that would catch its
+        failure? (Then the original raised at each use on an Ascend host; a name another module imports from
+        this one is not seen.)"""
+        ancestry = self._ancestry
+        for sub in ast.walk(self.ctx.tree):  # (only for an import that would get a safe fix)
+            if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Load):
+                parent = ancestry.parents().get(id(sub))
+                if not (isinstance(parent, ast.Call) and parent.func is sub) or failure_caught(ancestry.chain(sub)):
+                    return False
+        return True
 
     @staticmethod
     def _message(qual: str, twin: Twin) -> str:
