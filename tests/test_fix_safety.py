@@ -149,7 +149,7 @@ def test_unsafe_fixes_are_correct_code_asc201():
 
 def _safe_only(name: str, target: str = "npu") -> str:
     """The program after a plain `--fix` (safe fixes only)."""
-    from ascend_lint import fixer
+    from ascend_lint.fix import fixer
 
     linter, settings = linter_for(REGISTRY, target)
     text = (PROGRAMS / name).read_text()

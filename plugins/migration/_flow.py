@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional
 
-from ascend_lint.semantic import FileContext
+from ascend_lint.analysis.semantic import FileContext
 
 from .._safety import Ancestry, failure_caught
 
