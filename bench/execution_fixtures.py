@@ -2,7 +2,7 @@
 
     python bench/execution_fixtures.py [--list]
 
-Lints every fixture project with the real CLI from its root (`--isolated --preview --select ASC`) and
+Lints every fixture project with the real CLI from its root (`--isolated --preview --select ASC --no-cache`) and
 compares the findings with the `# expect: KIND` and `# clean: KIND` markers, through the rules each kind
 maps to today (KIND_RULES, as in the fixtures' README). Prints how many expected findings are reported
 (hit) or not (miss) and how many clean lines are reported anyway (false), per kind; `--list` prints every
@@ -33,7 +33,7 @@ KIND_RULES: Dict[str, Set[str]] = {
 
 def lint(project: str) -> Dict[Tuple[str, int], Set[str]]:
     """(absolute path, line) -> codes reported there."""
-    cli = [sys.executable, "-m", "ascend_lint", "check", "--isolated", "--preview", "--select", "ASC",
+    cli = [sys.executable, "-m", "ascend_lint", "check", "--isolated", "--preview", "--select", "ASC", "--no-cache",
            "--output-format", "json", "."]
     out = subprocess.run(cli, cwd=project, capture_output=True, text=True).stdout
     found: Dict[Tuple[str, int], Set[str]] = defaultdict(set)
