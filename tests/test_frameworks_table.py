@@ -79,8 +79,8 @@ def test_device_abstractions_say_how_to_reach_them_and_what_they_do(record):
 
 def test_model_registries_name_registrars_and_builders():
     for record in fw.MODEL_REGISTRIES:
-        assert record.registrars and record.builders and record.source.strip()
-        assert all(_is_identifier(n) for n in record.registrars + record.builders)
+        assert (record.registrars or record.mappings) and record.builders and record.source.strip()
+        assert all(_is_identifier(n) for n in record.registrars + record.builders + record.mappings)
 
 
 def test_lookups_answer_the_issue_examples():

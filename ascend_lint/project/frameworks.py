@@ -100,6 +100,9 @@ class ModelRegistry:
     registrars: Tuple[str, ...]  # decorator or call last names that register a class (`register_module`)
     builders: Tuple[str, ...]  # call last names that build from a registered name or config (`build`)
     source: str
+    # module-level or class-level dicts mapping a name to a class or a dotted class path: a class is built
+    # only through an entry that reached code reads
+    mappings: Tuple[str, ...] = ()
 
 
 _HF_TRAINER = "huggingface/transformers src/transformers/trainer.py; " \
@@ -126,7 +129,8 @@ _LIGHTNING_CALLBACKS = ("lightning.pytorch.Callback", "lightning.pytorch.callbac
 _MMENGINE_HOOKS = ("mmengine.hooks.Hook", "mmengine.hooks.hook.Hook", "mmcv.runner.Hook", "mmcv.runner.hooks.Hook")
 _MMENGINE_MODELS = ("mmengine.model.BaseModel", "mmengine.model.base_model.BaseModel")
 _MS_CALLBACKS = ("mindspore.train.Callback", "mindspore.train.callback.Callback", "mindspore.Callback",
-                 "mindspore.train.callback._callback.Callback", "mindformers.core.callback.MFLossMonitor")
+                 "mindspore.train.callback._callback.Callback", "mindformers.core.MFLossMonitor",
+                 "mindformers.core.callback.MFLossMonitor")
 _MS_TRAIN_ONE_STEP = ("mindspore.nn.TrainOneStepCell", "mindspore.nn.TrainOneStepWithLossScaleCell",
                       "mindspore.nn.wrap.cell_wrapper.TrainOneStepCell",
                       "mindspore.nn.wrap.loss_scale.TrainOneStepWithLossScaleCell")
@@ -325,6 +329,14 @@ MODEL_REGISTRIES: Tuple[ModelRegistry, ...] = (
                   "mindspore-lab/mindcv@51b0636da1e3:mindcv/models/registry.py, models/model_factory.py"),
     ModelRegistry("transformers", ("register",), ("from_pretrained", "from_config"),
                   "https://huggingface.co/docs/transformers/model_doc/auto (AutoModel.register)"),
+    ModelRegistry("lmdeploy", (), ("build_model",),
+                  "InternLM/lmdeploy@1263d5cd889b:lmdeploy/pytorch/models/module_map.py, models/patch.py:108-114 "
+                  "(MODULE_MAP overridden per device by DEVICE_SPECIAL_MODULE_MAP, then CUSTOM_MODULE_MAP)",
+                  mappings=("MODULE_MAP", "DEVICE_SPECIAL_MODULE_MAP", "CUSTOM_MODULE_MAP", "ASCEND_MODULE_MAP")),
+    ModelRegistry("ms-swift", (), ("get_trainer_cls", "get_cls"),
+                  "modelscope/ms-swift@3602360a5623:swift/trainers/trainer_factory.py:13 (TRAINER_MAPPING: task "
+                  "name -> dotted trainer class path)",
+                  mappings=("TRAINER_MAPPING", "TRAINING_ARGS_MAPPING")),
 )
 
 
