@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import test_execution_fixtures as fixtures  # noqa: E402
 
 KIND_RULES: Dict[str, Set[str]] = {
-    "host-sync": {"ASC203", "ASC201"}, "device-sync": {"ASC202"}, "h2d-copy": {"ASC201"},
+    "host-sync": {"ASC203", "ASC205", "ASC201"}, "device-sync": {"ASC202"}, "h2d-copy": {"ASC201"},
     "cuda-api": {"ASC603"}, "cuda-device": {"ASC601"}, "sync-save": {"ASC501"}, "dynamic-shape": {"ASC404"},
     "fusion-attention": {"ASC704"}, "fusion-softmax": set(), "fusion-rmsnorm": {"ASC701"},
     "fusion-channel-shuffle": {"ASC101", "ASC102"},

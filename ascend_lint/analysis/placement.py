@@ -7,7 +7,7 @@ Simple data flow inside one function, read at the point the walk has reached (th
   device of a device tensor (`device=x.device`), it is on the device;
 - `.to(dev)`, `.npu()`, `.cuda()` move it to the device, `.cpu()` to the host; `.to(dtype)` keeps it where it
   is; `.item()`, `.tolist()`, `.numpy()` give host values (not tensors);
-- the inputs of `forward`/`construct` are INPUT: device tensors once a tensor operation or a torch function
+- the inputs of `forward`/`construct` (and of the functions the project model finds they call) are INPUT: device tensors once a tensor operation or a torch function
   takes them (a bare input may be a flag: `if causal:` is not a tensor test); the module's parameters and buffers (`self.w = nn.Parameter(...)`,
   `self.register_buffer("w", ...)`) and the results of its sub-modules are on the device;
 - the result of an operation is where its tensor operands are: on the device when one is, on the host when
@@ -179,10 +179,14 @@ class Placement:
         return INPUT
 
     def _is_forward(self, scope) -> bool:
-        """A forward/construct itself (not a helper it calls, whose arguments may be anything)."""
+        """A forward/construct, or a function the project model finds one calls (its tensor arguments come
+        from the forward): the innermost function of the walk."""
         scopes = self.ctx.scopes
-        return scope.hot and scope.reason is None and len(scopes) >= 3 and scopes[-1] is scope and \
-            scopes[-2].kind == "class" and bool(scopes[-2].class_kind)
+        if scopes[-1] is not scope or not scope.hot:
+            return False
+        if scope.reason is not None:  # a helper that a forward calls
+            return True
+        return len(scopes) >= 3 and scopes[-2].kind == "class" and bool(scopes[-2].class_kind)
 
     def _attribute(self, node: ast.Attribute, depth: int) -> Place:
         if node.attr in VALUE_ATTRIBUTES:
