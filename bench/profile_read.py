@@ -101,7 +101,8 @@ def main() -> int:
                   f"{size_mb / result['child_cpu_seconds']:.1f} MB per CPU-second (load average {load:.1f} on "
                   f"{os.cpu_count()} CPUs; imports {result['import_seconds']:.2f} s); "
                   f"peak RSS {result['peak_rss_mb']:.1f} MB (after imports {result['base_rss_kib'] / 1024:.1f} MB); "
-                  f"{result['steps']} steps, {result['lines']} lines, observations {', '.join(result['observations'])}, "
+                  f"{result['steps']} steps, {result['lines']} lines, "
+                  f"observations {', '.join(result['observations'])}, "
                   f"in-step stacks mapped {100 * result['share']:.1f} %")
             for message in result["diagnostics"]:
                 print("  diagnostic:", message)

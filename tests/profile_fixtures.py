@@ -287,7 +287,8 @@ class TorchProfile:
             stat[0] += 1
             stat[1] += dur / 1000.0
 
-    def _flow(self, cat: str, name: str, flow_id: object, start: Tuple[int, int, int], end: Tuple[int, int, int]) -> None:
+    def _flow(self, cat: str, name: str, flow_id: object, start: Tuple[int, int, int],
+              end: Tuple[int, int, int]) -> None:
         for ph, (pid, tid, ts) in (("s", start), ("f", end)):
             self.writer.emit({"ph": ph, "bp": "e", "name": name, "id": flow_id, "pid": pid, "tid": tid, "ts": us(ts),
                               "cat": cat})

@@ -79,6 +79,19 @@ def test_observation_facts_and_messages(torch_run):
         assert observation.name == PATTERNS[observation.code].name
 
 
+def test_aicpu_type_and_dtypes_come_from_kernel_details(small_run):
+    project, root = small_run
+    path = os.path.join(root, OUTPUT, "kernel_details.csv")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("Accelerator Core", "Task Type")
+                     .replace(",IndexPutV2,AI_CPU,", ",Mul,AI_CPU,").replace("FLOAT;BOOL;FLOAT", "INT16;INT16"))
+    aicpu = [o for o in read_profile(root, project_root=project).observations if o.code == "ASC801"]
+    assert aicpu[0].facts["op_types"] == ("Mul",)
+    assert "cast the int16 inputs" in aicpu[0].message
+
+
 def test_line_costs_per_step(torch_run):
     costs = torch_run[2].line_costs
     fc = costs[("models/net.py", at(fx.NET_PY, "fc"))]
@@ -153,6 +166,7 @@ def test_mindspore_profile(tmp_path):
     assert {(o.code, o.path, o.line) for o in profile.observations} == {("ASC803", "train_ms.py", step_def)}
     construct = profile.line_costs[("train_ms.py", at(fx.MS_TRAIN_PY, "construct"))]
     assert construct.function == "Net.construct" and construct.self_cost.device_us == pytest.approx(80.0)
+    assert construct.line_is_def and profile.observations[0].facts["line_is_def"]
     assert profile.functions_per_step[("train_ms.py", "train_step")].every_step
 
 

@@ -84,7 +84,8 @@ def read_step_trace_time(path: str, report: CsvReport) -> List[StepTime]:
     name = "step_trace_time.csv"
     steps = []
     for row in _rows(path, name, ("Step",), STEP_TIME_COLUMNS, report):
-        values = {col: v for col, v in zip(STEP_TIME_COLUMNS, (_number(c) for c in row[1:])) if v is not None}
+        numbers = (_number(cell) for cell in row[1:])
+        values = {col: v for col, v in zip(STEP_TIME_COLUMNS, numbers) if v is not None}  # noqa: B905
         steps.append(StepTime(_int(row[0]), values))
         if len(steps) > 1_000_000:
             report.warn(name, "has more than a million rows; the rest is skipped")
@@ -111,28 +112,47 @@ def read_api_statistic(path: str, report: CsvReport) -> List[ApiStatistic]:
 
 
 def scan_kernel_details(path: str, report: CsvReport, add_kernel_info: Callable[[tuple], None],
-                        names: Interner) -> Dict[Optional[int], float]:
-    """Device busy time per `Step Id` (us); AI CPU kernels' OP type and dtypes go to `add_kernel_info`.
+                        names: Interner) -> int:
+    """AI CPU kernels' OP type and input dtypes, keyed by (start ns, kernel name), to `add_kernel_info`.
 
-    The accelerator column is `Accelerator Core` (torch_npu's name for op_summary's `Task Type`).
+    The accelerator column is `Accelerator Core` (torch_npu's name for op_summary's `Task Type`). Only
+    lines mentioning `AI_CPU` are parsed: the file has one row per kernel launch and can be large.
+    Returns the number of AI CPU rows.
     """
-    per_step: Dict[Optional[int], float] = {}
-    for row in _rows(path, "kernel_details.csv", ("Name", "Duration(us)"),
-                     ("Step Id", "Accelerator Core", "Task Type", "Type", "Start Time(us)", "Input Data Types"),
-                     report):
-        name, duration, step, core, task_type, op_type, start, dtypes = row
-        value = _number(duration)
-        if value is None:
-            continue
-        step_id = _int(step)
-        per_step[step_id] = per_step.get(step_id, 0.0) + value
-        if (core or task_type) == "AI_CPU" and start:
-            try:
-                add_kernel_info((to_ns(start.strip().rstrip("\t")), names.id(name or ""), op_type or "",
-                                 dtypes or ""))
-            except ValueError:
-                continue
-    return per_step
+    name = "kernel_details.csv"
+    wanted = ("Name", "Start Time(us)", "Accelerator Core", "Task Type", "Type", "Input Data Types")
+    found = 0
+    try:
+        handle = open(path, encoding="utf-8-sig", errors="replace", newline="")
+    except OSError as error:
+        report.warn(name, f"cannot be read ({error.strerror or error})")
+        return 0
+    with handle:
+        try:
+            header = next(csv.reader([handle.readline()]), [])
+            index = {h.strip(): i for i, h in enumerate(header)}
+            if "Name" not in index or "Start Time(us)" not in index or not (
+                    "Accelerator Core" in index or "Task Type" in index):
+                report.warn(name, "has no 'Name', 'Start Time(us)' and 'Accelerator Core' columns; AI CPU kernels "
+                                  "get no OP type or dtypes")
+                return 0
+            columns = [index.get(c) for c in wanted]
+            for line in handle:
+                if "AI_CPU" not in line:
+                    continue
+                row = next(csv.reader([line]), [])
+                cells = [row[i] if i is not None and i < len(row) else "" for i in columns]
+                kernel, start, core, task_type, op_type, dtypes = cells
+                if (core or task_type) != "AI_CPU" or not start:
+                    continue
+                try:
+                    add_kernel_info((to_ns(start.strip()), names.id(kernel), op_type, dtypes))
+                except ValueError:
+                    continue
+                found += 1
+        except csv.Error as error:
+            report.warn(name, f"is not valid CSV ({error}); the rest is skipped")
+    return found
 
 
 class OperatorStacks:

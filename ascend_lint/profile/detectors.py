@@ -31,7 +31,7 @@ def _seen(tally: Tally, steps: StepIndex, mask: Optional[int] = None) -> int:
 def _observation(code: str, path: str, line: int, agg: LineAggregate, steps: StepIndex, mask: int,
                  cost: Cost, **facts: object) -> Observation:
     pattern = PATTERNS[code]
-    facts = {"steps": steps.count, "steps_seen": bits(mask), **facts}
+    facts = {"steps": steps.count, "steps_seen": bits(mask), "line_is_def": agg.line_is_def, **facts}
     return Observation(code, pattern.name, path, line, agg.function, pattern.message.format(**facts), facts, cost,
                        steps.numbers(mask))
 

@@ -183,8 +183,8 @@ def _take_batch(text: _Text) -> Optional[List[object]]:
     buf = text.buf
     window = buf[-(1 << 20):] if len(buf) > (1 << 20) else buf
     last = None
-    for last in _BETWEEN_EVENTS.finditer(window):
-        pass
+    for match in _BETWEEN_EVENTS.finditer(window):
+        last = match
     if last is None:
         return None
     offset = len(buf) - len(window)

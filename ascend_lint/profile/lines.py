@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from .assemble import StackCost, StepIndex
-from .records import Cost, FunctionSteps, LineCost
+from .records import Cost, Frame, FunctionSteps, LineCost
 from .stacks import ProjectPaths, mindspore_function
 from .trace import StackTable
 
@@ -14,21 +14,22 @@ LineKey = Tuple[str, int]
 class LineAggregate:
     """Everything known about one project line: its self costs (merged StackCost) and total costs."""
 
-    __slots__ = ("function", "own", "total")
+    __slots__ = ("function", "line_is_def", "own", "total")
 
-    def __init__(self, function: str) -> None:
+    def __init__(self, function: str, line_is_def: bool) -> None:
         self.function = function
+        self.line_is_def = line_is_def
         self.own = StackCost()
         self.total = StackCost()
 
 
-def project_frames(stack: Tuple, paths: ProjectPaths) -> List[Tuple[str, int, str]]:
-    """(project path, line, function) for the stack's project frames, innermost first."""
+def project_frames(stack: Tuple[Frame, ...], paths: ProjectPaths) -> List[Tuple[str, int, str, bool]]:
+    """(project path, line, function, line_is_def) for the stack's project frames, innermost first."""
     out = []
     for frame in stack:
         rel = paths.resolve(frame.file)
         if rel is not None:
-            out.append((rel, frame.line, mindspore_function(frame.function)))
+            out.append((rel, frame.line, mindspore_function(frame.function), frame.line_is_def))
     return out
 
 
@@ -43,22 +44,22 @@ def aggregate_lines(costs: Dict[int, StackCost], stacks: StackTable, paths: Proj
         if not frames:
             unmapped_device += cost.device_ns
             continue
-        path, line, function = frames[0]
-        _line(lines, path, line, function).own.merge(cost)
+        path, line, function, is_def = frames[0]
+        _line(lines, path, line, function, is_def).own.merge(cost)
         seen = set()
-        for path, line, function in frames:
+        for path, line, function, is_def in frames:
             if (path, line) not in seen:
                 seen.add((path, line))
-                _line(lines, path, line, function).total.merge(cost)
+                _line(lines, path, line, function, is_def).total.merge(cost)
             key = (path, function)
             functions[key] = functions.get(key, 0) | cost.steps
     return lines, functions, unmapped_device
 
 
-def _line(lines: Dict[LineKey, LineAggregate], path: str, line: int, function: str) -> LineAggregate:
+def _line(lines: Dict[LineKey, LineAggregate], path: str, line: int, function: str, is_def: bool) -> LineAggregate:
     found = lines.get((path, line))
     if found is None:
-        found = lines[(path, line)] = LineAggregate(function)
+        found = lines[(path, line)] = LineAggregate(function, is_def)
     return found
 
 
@@ -71,7 +72,7 @@ def line_costs(lines: Dict[LineKey, LineAggregate], steps: StepIndex) -> Dict[Li
     out = {}
     for (path, line), agg in sorted(lines.items()):
         out[(path, line)] = LineCost(path, line, agg.function, per_step_cost(agg.own, n), per_step_cost(agg.total, n),
-                                     agg.own.calls / n, steps.numbers(agg.own.steps))
+                                     agg.own.calls / n, steps.numbers(agg.own.steps), agg.line_is_def)
     return out
 
 

@@ -53,10 +53,10 @@ class _Reader:
         step_file = layout.export("step_trace_time.csv")
         csv_step_times = read_step_trace_time(step_file, self.report) if step_file else []
         with EventStore() as store:
-            kernel_file = layout.export("kernel_details.csv")
-            if kernel_file:
-                scan_kernel_details(kernel_file, self.report, lambda row: store.add("kernel_info", row), self.names)
             trace = self._scan_trace(store)
+            kernel_file = layout.export("kernel_details.csv")
+            if kernel_file and trace is not None and trace.aicpu_tasks:
+                scan_kernel_details(kernel_file, self.report, lambda row: store.add("kernel_info", row), self.names)
             steps = StepIndex(_distinct_steps(trace.steps if trace else []),
                               fallback_count=len({t.step for t in csv_step_times if t.step is not None}))
             store.link()

@@ -52,6 +52,7 @@ class LineCost:
     total_cost: Cost
     calls_per_step: float  # operators issued from this line per step (self)
     steps: Tuple[int, ...]  # profiled steps in which the line issued an operator
+    line_is_def: bool = False  # the function's first line stands for the whole function (python-tracer stacks)
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ class TraceScan:
         self.ops_with_call_stack = 0
         self.python_frames = 0
         self.device_tasks = 0
+        self.aicpu_tasks = 0
         self.flows = 0
         self.error: Optional[TraceFormatError] = None
 
@@ -136,10 +137,11 @@ class TraceScanner:
                                     stack = stack_of(text)
                                     with_stack += 1
                                 dims = args.get(dims_arg)
+                                shape = 0 if dims is None else hash(dims if type(dims) is str else repr(dims))
                                 host.append((
                                     _host_key(event, "pid"), _host_key(event, "tid"), to_ns(event["ts"]),
                                     to_ns(event.get("dur", 0)), kind_read if name in d2h_read_ops else kind_op, stack,
-                                    name_id(name), 0 if dims is None else hash(dims if type(dims) is str else repr(dims))))
+                                    name_id(name), shape))
                             elif task_type_arg in args:
                                 device_tasks += 1
                                 tasks.append(task_row(event, name, args))
@@ -197,6 +199,7 @@ class TraceScanner:
         kind = sig.TASK_OTHER
         if args.get(sig.TASK_TYPE_ARG) == sig.TASK_AI_CPU:
             kind = sig.TASK_KIND_AI_CPU
+            self.scan.aicpu_tasks += 1
         else:
             operation = args.get(sig.MEMCPY_OPERATION_ARG)
             if operation in sig.D2H_OPERATIONS:
