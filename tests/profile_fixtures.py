@@ -552,6 +552,8 @@ def write_mindspore_profile(base: str, steps: Iterable[int] = range(1, 6),
                 w.emit({"ph": ph, "bp": "e", "name": "mindspore_to_npu", "cat": "async_npu", "id": us(kernel_ts),
                         "pid": pid, "tid": tid, "ts": us(ts)})
             x("Asnumpy", t + 700_000, 600_000)
+            x(f"<built-in method asnumpy of Tensor object at 0x7f3a{step:04x}>", t + 705_000, 590_000,
+              cat="python_function")
             x("AscendCL@aclrtSynchronizeStream", t + 710_000, 550_000, pid=MS_CANN_PID)
             t += 2_000_000
             x(f"ProfilerStep#{step}", start, t - start - 1_000)

@@ -22,6 +22,7 @@ from .trace import NO_STACK, Interner, StackTable
 
 MAX_SHAPES = 16  # distinct input shapes kept per stack for the recompilation facts
 MAX_KERNELS = 8  # distinct AI CPU kernels kept per stack
+MAX_OPEN_PARENTS = 200_000  # forward operators kept waiting for their backward operator
 
 
 class Tally:
@@ -186,6 +187,8 @@ class Sweep:
                 if stack < 0:
                     stack, chain = self._chain_at(py_by_tid, tid, ts)
             if is_parent and stack >= 0:
+                if len(parent_stacks) >= MAX_OPEN_PARENTS:  # forward ops whose backward never came
+                    del parent_stacks[next(iter(parent_stacks))]
                 parent_stacks[hid] = stack
             reading = bool(ops) and ops[-1].reading
             if own or chain:
@@ -285,6 +288,8 @@ class Sweep:
         py.append((end, chain))
 
     def _pyframe(self, name: int) -> Optional[Frame]:
+        if name < 0:
+            return None
         if name in self._pyframes:
             return self._pyframes[name]
         frame = parse_frame(self.names.values[name], line_is_def=True)

@@ -16,6 +16,7 @@ from .stacks import parse_call_stack
 from .store import FLOW_DEVICE, FLOW_HOST, EventStore
 
 NO_STACK = -1
+NO_NAME = -1
 
 
 class Interner:
@@ -147,8 +148,11 @@ class TraceScanner:
                                 tasks.append(task_row(event, name, args))
                             elif cat == python_cat:
                                 python_frames += 1
+                                # C calls are named by repr() (`<built-in method ... at 0x7f...>`): not a frame,
+                                # and too many distinct names to keep
                                 host.append((_host_key(event, "pid"), _host_key(event, "tid"), to_ns(event["ts"]),
-                                             to_ns(event.get("dur", 0)), kind_pyfunc, NO_STACK, name_id(name), 0))
+                                             to_ns(event.get("dur", 0)), kind_pyfunc, NO_STACK,
+                                             NO_NAME if name.startswith("<") else name_id(name), 0))
                             elif "@" in name:
                                 kind = api_kind(name)
                                 if kind:
