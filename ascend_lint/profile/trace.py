@@ -115,6 +115,7 @@ class TraceScanner:
         kind_op, kind_read, kind_pyfunc = sig.KIND_OP, sig.KIND_D2H_READ, sig.KIND_PYFUNC
         api_kind, framework_kind = sig.api_kind, sig.framework_kind
         task_row = self._task_row
+        place, duration = _place, _duration
         events = skipped = with_stack = python_frames = device_tasks = flows = 0
         try:
             for batch in iter_trace_batches(raw, on_skip=self._skip):
@@ -139,10 +140,9 @@ class TraceScanner:
                                     with_stack += 1
                                 dims = args.get(dims_arg)
                                 shape = 0 if dims is None else hash(dims if type(dims) is str else repr(dims))
-                                host.append((
-                                    _host_key(event, "pid"), _host_key(event, "tid"), to_ns(event["ts"]),
-                                    to_ns(event.get("dur", 0)), kind_read if name in d2h_read_ops else kind_op, stack,
-                                    name_id(name), shape))
+                                host.append((*place(event), duration(event),
+                                             kind_read if name in d2h_read_ops else kind_op, stack, name_id(name),
+                                             shape))
                             elif task_type_arg in args:
                                 device_tasks += 1
                                 tasks.append(task_row(event, name, args))
@@ -150,21 +150,18 @@ class TraceScanner:
                                 python_frames += 1
                                 # C calls are named by repr() (`<built-in method ... at 0x7f...>`): not a frame,
                                 # and too many distinct names to keep
-                                host.append((_host_key(event, "pid"), _host_key(event, "tid"), to_ns(event["ts"]),
-                                             to_ns(event.get("dur", 0)), kind_pyfunc, NO_STACK,
+                                host.append((*place(event), duration(event), kind_pyfunc, NO_STACK,
                                              NO_NAME if name.startswith("<") else name_id(name), 0))
                             elif "@" in name:
                                 kind = api_kind(name)
                                 if kind:
-                                    host.append((_host_key(event, "pid"), _host_key(event, "tid"), to_ns(event["ts"]),
-                                                 to_ns(event.get("dur", 0)), kind, NO_STACK, name_id(name), 0))
+                                    host.append((*place(event), duration(event), kind, NO_STACK, name_id(name), 0))
                             elif not cat:
                                 if name.startswith(step_prefix):
                                     steps.append(_step(event, name))
                                 elif "::" in name or name in MINDSPORE_STAGES:
-                                    host.append((_host_key(event, "pid"), _host_key(event, "tid"),
-                                                 to_ns(event["ts"]), to_ns(event.get("dur", 0)),
-                                                 framework_kind(name), NO_STACK, name_id(name), 0))
+                                    host.append((*place(event), duration(event), framework_kind(name), NO_STACK,
+                                                 name_id(name), 0))
                         elif ph == "s" or ph == "f":
                             cat = event.get("cat")
                             if cat == device_flow:
@@ -175,9 +172,8 @@ class TraceScanner:
                                 continue
                             flows += 1
                             fid = event.get("id")
-                            (flow_s if ph == "s" else flow_f).append((
-                                kind, fid if type(fid) is int else hash(str(fid)), _host_key(event, "pid"),
-                                _host_key(event, "tid"), to_ns(event["ts"])))
+                            (flow_s if ph == "s" else flow_f).append(
+                                (kind, fid if type(fid) is int else hash(str(fid)), *place(event)))
                         elif ph == "M" and event.get("name") == "process_name":
                             args = event.get("args")
                             if type(args) is dict and type(args.get("name")) is str:
@@ -210,8 +206,7 @@ class TraceScanner:
                 kind = sig.TASK_KIND_D2H
             elif operation in sig.H2D_OPERATIONS:
                 kind = sig.TASK_KIND_H2D
-        return (_host_key(event, "pid"), _host_key(event, "tid"), to_ns(event["ts"]), to_ns(event.get("dur", 0)), kind,
-                self.names.id(name))
+        return (*_place(event), _duration(event), kind, self.names.id(name))
 
 
 MINDSPORE_STAGES = frozenset({"SyncStream", "Asnumpy", "RunOp", "RunGraph", "RunGrad", "WaitPipeline"})
@@ -223,11 +218,23 @@ def _step(event: dict, name: str) -> StepRange:
     return StepRange(number, start, start + to_ns(event.get("dur", 0)))
 
 
-def _host_key(event: dict, key: str) -> int:
+def _place(event: dict) -> Tuple[int, int, int]:
+    """(pid, tid, start ns) of an event; the common forms (int ids, 'us.nnn' strings) without a call."""
+    pid, tid, ts = event.get("pid"), event.get("tid"), event["ts"]
+    if type(ts) is str and len(ts) > 4 and ts[-4] == "." and ts[0] != "-":
+        ts = int(ts[:-4] + ts[-3:])
+    else:
+        ts = to_ns(ts)
+    return (pid if type(pid) is int else _key(pid), tid if type(tid) is int else _key(tid), ts)
+
+
+def _duration(event: dict) -> int:
+    dur = event.get("dur", 0)
+    return round(dur * 1000) if type(dur) is float else to_ns(dur)
+
+
+def _key(value: object) -> int:
     """pids and tids are integers in torch_npu and msprof traces; strings are hashed to stay comparable."""
-    value = event.get(key)
-    if type(value) is int:
-        return value  # type: ignore[return-value]
     if value is None:
         return 0
     text = str(value)
