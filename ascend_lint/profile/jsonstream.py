@@ -14,7 +14,7 @@ import json
 import re
 from typing import IO, Callable, Iterator, List, Optional
 
-CHUNK_CHARS = 1 << 22  # characters decoded per read
+CHUNK_CHARS = 1 << 21  # characters decoded per read
 MAX_EVENT_CHARS = 1 << 26  # an event longer than this is taken as a corrupt file, not buffered further
 _BETWEEN_EVENTS = re.compile(r"\}\s*,\s*\{")
 _SPACE = " \t\r\n"

@@ -11,8 +11,8 @@ import sqlite3
 import tempfile
 from typing import Dict, Iterator, List, Sequence, Tuple
 
-BATCH = 20_000
-CACHE_KIB = 32 * 1024  # SQLite page cache per connection
+BATCH = 10_000
+CACHE_KIB = 16 * 1024  # SQLite page cache (and sorter memory) per connection
 
 _SCHEMA = """
 CREATE TABLE host (id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER, ts INTEGER, dur INTEGER,
