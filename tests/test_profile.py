@@ -209,6 +209,21 @@ def test_broken_trace_never_raises(small_run, content):
     assert any(d.source == "trace_view.json" for d in profile.diagnostics)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_mutated_trace_never_raises(small_run, seed):
+    project, root = small_run
+    rng = random.Random(seed)
+    with open(_trace(root), "rb") as handle:
+        data = bytearray(handle.read())
+    for _ in range(40):
+        at_byte = rng.randrange(len(data))
+        data[at_byte:at_byte + rng.randrange(1, 4)] = rng.choice([b"", b"x", b'"', b"}", b"{", b"-1", b"9" * 30])
+    with open(_trace(root), "wb") as handle:
+        handle.write(bytes(data))
+    profile = read_profile(root, project_root=project)
+    assert not any("bug" in d.message for d in profile.diagnostics)
+
+
 def test_chrome_object_form(small_run):
     project, root = small_run
     with open(_trace(root), encoding="utf-8") as handle:

@@ -1,6 +1,7 @@
 """`read_profile`: a profile directory in, a `Profile` out. Bad input gives diagnostics, never exceptions."""
 from __future__ import annotations
 
+import sqlite3
 from typing import Iterable, List, Optional
 
 from .assemble import StackCost, StepIndex, Sweep
@@ -13,6 +14,9 @@ from .records import MINDSPORE, TORCH_NPU, UNKNOWN, Diagnostic, MappingStats, Pr
 from .stacks import AnyPath, ProjectPaths
 from .store import EventStore
 from .trace import Interner, StackTable, TraceScan, TraceScanner
+
+
+MAX_STEPS = 1024  # profiled steps kept (a schedule records a few; per-step bit sets grow with this)
 
 
 def read_profile(path: str, project_root: Optional[str] = None,
@@ -31,7 +35,15 @@ def read_profile(path: str, project_root: Optional[str] = None,
     layout = find_layout(path)
     if layout.output is None:
         return _empty(layout)
-    return _Reader(layout, paths).read()
+    try:
+        return _Reader(layout, paths).read()
+    except (OSError, sqlite3.Error, MemoryError, RecursionError) as error:  # a full disk, a vanished file
+        layout.diagnostics.append(Diagnostic("error", layout.output, f"could not be read: {error}"))
+    except Exception as error:  # noqa: BLE001  a reader bug must not take the lint run down
+        layout.diagnostics.append(Diagnostic(
+            "error", layout.output, f"could not be read (an ascend-lint bug, please report it: "
+                                    f"{type(error).__name__}: {error})"))
+    return _empty(layout)
 
 
 def _empty(layout: Layout) -> Profile:
@@ -111,8 +123,12 @@ class _Reader:
             self.diagnostics.append(Diagnostic(
                 "warning", name, f"{trace.error} at character {trace.error.offset}; the {trace.events} events before "
                                  "it were read"))
-        if trace.skipped:
-            self.diagnostics.append(Diagnostic("warning", name, f"{trace.skipped} malformed event(s) skipped"))
+        if trace.skipped or store.rejected:
+            self.diagnostics.append(Diagnostic(
+                "warning", name, f"{trace.skipped + store.rejected} malformed event(s) skipped"))
+        if len({s.number for s in trace.steps}) > MAX_STEPS:
+            self.diagnostics.append(Diagnostic(
+                "warning", name, f"more than {MAX_STEPS} ProfilerStep#N events: the first {MAX_STEPS} steps are read"))
         if not trace.steps:
             self.diagnostics.append(Diagnostic(
                 "info", name, "no ProfilerStep#N events: the whole profile counts as one step (profile with a "
@@ -159,9 +175,9 @@ class _Reader:
 
 
 def _distinct_steps(steps: List[StepRange]) -> List[StepRange]:
-    """One range per step number (the first seen), in time order."""
+    """One range per step number (the first seen), in time order; at most MAX_STEPS."""
     seen = {}
     for step in steps:
         seen.setdefault(step.number, step)
-    return sorted(seen.values(), key=lambda s: s.start_ns)
+    return sorted(seen.values(), key=lambda s: s.start_ns)[:MAX_STEPS]
 

@@ -45,6 +45,7 @@ class EventStore:
         self.db.executescript(_SCHEMA)
         self._pending: Dict[str, List[tuple]] = {table: [] for table in _INSERT}
         self.counts: Dict[str, int] = {table: 0 for table in _INSERT}
+        self.rejected = 0  # rows with numbers SQLite cannot hold
 
     def __enter__(self) -> "EventStore":
         return self
@@ -81,8 +82,16 @@ class EventStore:
     def _flush(self, table: str) -> None:
         pending = self._pending[table]
         if pending:
-            self.db.executemany(_INSERT[table], pending)
-            self.counts[table] += len(pending)
+            try:
+                self.db.executemany(_INSERT[table], pending)
+                self.counts[table] += len(pending)
+            except OverflowError:  # a number beyond 64 bits in a malformed event: insert the others
+                for row in pending:
+                    try:
+                        self.db.execute(_INSERT[table], row)
+                        self.counts[table] += 1
+                    except OverflowError:
+                        self.rejected += 1
             pending.clear()
 
     # -- joins ---------------------------------------------------------------------------------------
