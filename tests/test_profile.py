@@ -289,7 +289,8 @@ def test_stream_matches_json_loads(monkeypatch, chunk):
     for i in range(300):
         events.append({"ph": rng.choice("XsfM"), "name": rng.choice(["a}, {b", "é€😀", "x\\\"y", "plain"]) + str(i),
                        "ts": f"{rng.randrange(10**15)}.{rng.randrange(1000):03d}", "dur": rng.random(),
-                       "args": {"Call stack": "a.py(1): f;\r\nb.py(2): g", "nested": {"deep": [1, {"k": "}, {"}, {"l": 2}]}}})
+                       "args": {"Call stack": "a.py(1): f;\r\nb.py(2): g",
+                                "nested": {"deep": [1, {"k": "}, {"}, {"l": 2}]}}})
     for separators in ((", ", ": "), (",", ":")):
         text = json.dumps(events, ensure_ascii=False, separators=separators)
         assert _events(text, chunk, monkeypatch) == events
