@@ -290,7 +290,7 @@ def run_check(args: argparse.Namespace) -> int:
         return add_noqa(results)
     fixed = 0
     if settings.fix or args.diff:
-        from .fix.fixer import fix_results  # libcst is imported only on this path
+        from .fix.command import fix_results  # libcst is imported only on this path
 
         outcome = fix_results(results, configured.linter(settings), settings, diff=args.diff,
                               show=args.show_fixes, linters=configured.linter_for)
@@ -356,7 +356,7 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry,
     result = linter.lint_bytes(raw, path)
     fixed = 0
     if settings.fix or args.diff:
-        from .fix.fixer import fix_stdin
+        from .fix.command import fix_stdin
 
         output, fixed, result = fix_stdin(raw, result, linter, settings, diff=args.diff)
         if isinstance(output, bytes):  # the fixed source, in the input's own encoding and newlines
@@ -395,7 +395,7 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
     for result in results:  # each file's own `extend-safe-fixes` / `extend-unsafe-fixes`
         own = linter_for(result.path).settings if linter_for and result.findings else settings
         if own.extend_safe_fixes or own.extend_unsafe_fixes:
-            from .fix.fixer import apply_fix_settings  # cheap: libcst is imported only to apply a fix
+            from .fix.policy import apply_fix_settings  # cheap: libcst is imported only to apply a fix
 
             apply_fix_settings(result.findings, own)
     findings = sorted_findings(results)

@@ -652,7 +652,7 @@ def test_cli_diff_writes_nothing(pack, capsys):
     assert code == 1 and path.read_text() == SRC and os.stat(path).st_mtime_ns == before
     assert "--- m.py\n+++ m.py\n" in out
     assert "-o = make_opt(a)\n-d = 'cuda'\n+o = make_opt(a, fused=True)\n+d = 'npu'\n" in out
-    assert "-sync()" not in out and "Would fix 2 findings." in err
+    assert "-sync()" not in out and "Would fix 2 findings (1 additional fix available with `--unsafe-fixes`).\n" in err
     (pack / "clean.py").write_text("x = 1\n")
     code, out, _ = run(capsys, "--diff", "clean.py")
     assert code == 0 and out == ""
