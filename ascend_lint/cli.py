@@ -288,7 +288,7 @@ def run_check(args: argparse.Namespace) -> int:
     results += lint_projects(args, paths, configured, targets, registry, keep_sources)
     if args.add_noqa:
         return add_noqa(results)
-    fixed = 0
+    fixed = held_back = 0
     if settings.fix or args.diff:
         from .fix.command import fix_results  # libcst is imported only on this path
 
@@ -296,9 +296,9 @@ def run_check(args: argparse.Namespace) -> int:
                               show=args.show_fixes, linters=configured.linter_for)
         if args.diff:
             return EXIT_FINDINGS if outcome.changed else EXIT_OK
-        fixed = outcome.fixed
+        fixed, held_back = outcome.fixed, outcome.held_back
     if args.fix_only:
-        return report_fix_only(args, fixed, sys.stdout)
+        return report_fix_only(args, fixed, sys.stdout, held_back)
     return emit(args, settings, registry, results, fixed, configured.linter_for)
 
 
@@ -372,7 +372,9 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry,
         if args.diff:
             return EXIT_FINDINGS if fixed else EXIT_OK
         if args.fix_only:
-            return report_fix_only(args, fixed, sys.stderr)  # stdout carries the source
+            from .fix.policy import held_back
+
+            return report_fix_only(args, fixed, sys.stderr, held_back(result.findings, settings))  # stdout: source
         if args.exit_zero:
             return EXIT_OK
         return EXIT_FINDINGS if result.findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
@@ -491,10 +493,14 @@ def stdin_paths(args: argparse.Namespace) -> Optional[List[str]]:
     return ["-"]
 
 
-def report_fix_only(args: argparse.Namespace, fixed: int, out: TextIO) -> int:
-    """`--fix-only`: say how many findings were fixed, never what is left."""
-    if fixed and not args.quiet:
-        out.write(f"Fixed {fixed} finding{'s' if fixed != 1 else ''}.\n")
+def report_fix_only(args: argparse.Namespace, fixed: int, out: TextIO, held_back: int = 0) -> int:
+    """`--fix-only`: say how many findings were fixed (and how many unsafe fixes were held back), never
+    what is left."""
+    from .fix.policy import fixed_message
+
+    message = fixed_message(fixed, held_back)
+    if message and not args.quiet:
+        out.write(message + "\n")
     return EXIT_FINDINGS if fixed and args.exit_non_zero_on_fix and not args.exit_zero else EXIT_OK
 
 

@@ -196,19 +196,21 @@ class FilePass:
         return chunk
 
     # ---------------------------------------------------------------- one fix
-    def plan(self, finding: Finding) -> Tuple[List[str], Dict[str, str], str]:
-        """(modules to import, renames, problem) for `finding`'s fix on this file."""
+    def plan(self, finding: Finding, after: Optional[int] = None) -> Tuple[List[str], Dict[str, str], str]:
+        """(modules to import, renames, problem) for `finding`'s fix on this file (its imports going after
+        line `after`, by default the pass's)."""
         fix = finding.fix
         assert fix is not None
+        after = self.after if after is None else after
         needed, renames, problem = plan(self.facts, fix.imports, [e.text for e in fix.edits])
-        if not problem and needed and any(e.span.line <= self.after for e in fix.edits):
+        if not problem and needed and any(e.span.line <= after for e in fix.edits):
             problem = f"needs `import {needed[0]}` above line {min(e.span.line for e in fix.edits)}, " \
                       "where no import can go"
         return needed, renames, problem
 
-    def resolve(self, finding: Finding) -> Tuple[List[str], List[Tuple[_Chunk, Any]], str]:
+    def resolve(self, finding: Finding, after: Optional[int] = None) -> Tuple[List[str], List[Tuple[_Chunk, Any]], str]:
         """(modules to import, [(chunk, op)], problem): `finding`'s fix resolved on this file."""
-        needed, renames, problem = self.plan(finding)
+        needed, renames, problem = self.plan(finding, after)
         if problem:
             return [], [], problem
         ops = []

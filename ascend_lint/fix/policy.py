@@ -75,13 +75,21 @@ def _plural(count: int, word: str, plural: str = "") -> str:
     return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
-def would_fix_message(fixed: int, unsafe: int) -> str:
-    """The `--diff` summary line, as ruff words it."""
-    hidden = _plural(unsafe, "fix", "fixes")
+def _summary(fixed: int, unsafe: int, done: str, none: str) -> str:
     if fixed:
         extra = f" ({_plural(unsafe, 'additional fix', 'additional fixes')} available with `--unsafe-fixes`)" \
             if unsafe else ""
-        return f"Would fix {_plural(fixed, 'finding')}{extra}."
+        return f"{done} {_plural(fixed, 'finding')}{extra}."
     if unsafe:
-        return f"No findings would be fixed ({hidden} available with `--unsafe-fixes`)."
-    return "No findings would be fixed."
+        return f"{none} ({_plural(unsafe, 'fix', 'fixes')} available with `--unsafe-fixes`)."
+    return f"{none}."
+
+
+def would_fix_message(fixed: int, unsafe: int) -> str:
+    """The `--diff` summary line, as ruff words it (`unsafe`: fixes held back without `--unsafe-fixes`)."""
+    return _summary(fixed, unsafe, "Would fix", "No findings would be fixed")
+
+
+def fixed_message(fixed: int, unsafe: int) -> str:
+    """The `--fix-only` summary line, as ruff words it ("" when there is nothing to say)."""
+    return _summary(fixed, unsafe, "Fixed", "No findings fixed") if fixed or unsafe else ""

@@ -85,10 +85,10 @@ class Transformer(cst.CSTTransformer):
     def on_leave(self, original: Any, updated: Any) -> Any:
         key = id(original)
         if key in self.expr:
-            return self._expression(updated, self.expr[key])
+            return replaced_expression(updated, self.expr[key])
         if key in self.kw:
             for name, value in self.kw[key]:
-                updated = _set_keyword(updated, name, value)
+                updated = set_keyword(updated, name, value)
         if isinstance(original, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             updated = self._smalls(original, updated)
         elif isinstance(original, (cst.IndentedBlock, cst.Module)):
@@ -97,13 +97,6 @@ class Transformer(cst.CSTTransformer):
             block = updated.body
             updated = updated.with_changes(body=block.with_changes(body=list(block.body) + self.body_end[key]))
         return updated
-
-    def _expression(self, old: Any, new: Any) -> Any:
-        if getattr(old, "lpar", None) and not new.lpar:
-            return new.with_changes(lpar=old.lpar, rpar=old.rpar)
-        if not getattr(old, "lpar", None) and type(new).__name__ not in ATOMS and type(new) is not type(old):
-            return new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        return new
 
     def _smalls(self, original: Any, updated: Any) -> Any:
         if not any(id(s) in self.remove_small or id(s) in self.replace_small for s in original.body):
@@ -172,6 +165,15 @@ class Transformer(cst.CSTTransformer):
         return updated
 
 
+def replaced_expression(old: Any, new: Any) -> Any:
+    """`new` in place of `old`: keeps `old`'s parentheses, adds some where `new` binds less tightly."""
+    if getattr(old, "lpar", None) and not new.lpar:
+        return new.with_changes(lpar=old.lpar, rpar=old.rpar)
+    if not getattr(old, "lpar", None) and type(new).__name__ not in ATOMS and type(new) is not type(old):
+        return new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return new
+
+
 def _drop_one_blank(own: Sequence[Any]) -> List[Any]:
     """`own` with one blank line fewer when it has two or more (the blank line before the removed
     statements already separates): no new run of 3 blank lines (E303), and 2 stay before a `def`."""
@@ -190,7 +192,7 @@ def _join_leading(carried: Sequence[Any], own: Sequence[Any]) -> List[Any]:
     return list(carried) + list(own)
 
 
-def _set_keyword(call: Any, name: str, value: Any) -> Any:
+def set_keyword(call: Any, name: str, value: Any) -> Any:
     """Set keyword `name` on `call`: replace its value, or append it in the call's own layout."""
     args = list(call.args)
     for i, arg in enumerate(args):
