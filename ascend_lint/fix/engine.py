@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..engine.linter import parse
 from ..fileio import split_lines
 from ..rule import Edit, Finding
-from .imports import ImportFacts, anchor_line, import_facts, import_statement, names_module, plan
+from .layout import realign
+from .imports import ImportFacts, import_facts, import_place, import_statement, names_module, plan
 from .policy import codes
 
 CHUNK_GAP = 40  # touched top-level statements at most this many lines apart are parsed together
@@ -159,7 +160,8 @@ class FilePass:
         self.starts = [u[0] for u in self.units]
         self.facts: ImportFacts = import_facts(tree)
         wanted = sorted({m for f in findings for m in f.fix.imports})  # type: ignore[union-attr]
-        self.after = anchor_line(tree, wanted) if wanted else -1  # added imports go after this line
+        # added imports go after line `after`, with blank lines around them where isort wants them
+        self.after, self.blanks_before, self.blanks_after = import_place(tree, wanted) if wanted else (-1, 0, 0)
         self.group: Dict[int, int] = {}
         self.bounds: List[List[int]] = []
         self._lay_out(findings)
@@ -260,6 +262,8 @@ class FilePass:
             return Attempt(self.text, [], failed)
         new_chunks = {chunk.first: self._render(chunk) for chunk in self.chunks.values() if chunk.ops}
         statements = [import_statement(m, [m] if named else []) for m, named in sorted(imports.items())]
+        if statements:
+            statements = [""] * self.blanks_before + statements + [""] * self.blanks_after
         text = _assemble(self.lines, {c.first: c.last for c in self.chunks.values()}, new_chunks, self.after,
                          statements)
         return Attempt(text, applied, failed)
@@ -277,8 +281,10 @@ class FilePass:
         empty = not (module.body or module.header or module.footer)
         code = "" if empty else module.code  # libcst prints "\n" for nothing
         if code:  # keep the chunk's own line ending (libcst may normalise a lone "\r")
-            original = "".join(self.lines[chunk.first - 1:chunk.last])
-            code = code.rstrip("\r\n") + original[len(original.rstrip("\r\n")):]
+            original = self.lines[chunk.first - 1:chunk.last]
+            ending = original[-1][len(original[-1].rstrip("\r\n")):]
+            new = split_lines(code.rstrip("\r\n") + ending, keepends=True)
+            code = "".join(realign(original, new[:-1] if new and not new[-1] else new))
         return code
 
 
@@ -340,7 +346,7 @@ def _apply_text_edits(text: str, findings: Sequence[Finding]) -> Tuple[str, List
 def _assemble(lines: List[str], ends: Dict[int, int], new_chunks: Dict[int, str], after: int,
               imports: Sequence[str]) -> str:
     """The file with the rewritten chunks in place of their lines, and the `imports` lines added after
-    line `after` (see fix_imports.anchor_line)."""
+    line `after` (see imports.import_place)."""
     newline = next((ln[len(ln.rstrip("\r\n")):] for ln in lines if ln.endswith(("\n", "\r"))), "\n")
     out: List[str] = []
     if imports and after == 0:

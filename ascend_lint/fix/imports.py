@@ -4,9 +4,11 @@
   fix's text is renamed to the alias), loaded in another form (`from torch_npu.contrib import ...`: enough
   for a fix that does not name it), or only conditionally (under `try`/`if`/`with`, in a function or
   class): then the fix is not applied, since its code would run where the import may have failed.
-- Where a new import goes: with the file's other imports, above all code that could need it. After the
-  run of top-level imports that holds the first import of the framework the module extends (`torch` for
-  `torch_npu`), or else after the leading imports (after a module docstring and `from __future__`). An
+- Where a new import goes: with the file's other imports, above all code that could need it, where isort
+  (and ruff's I001) would put it: in the block (isort section) that holds the first import of the
+  framework the module extends (`torch` for `torch_npu`), in module-name order among its plain imports;
+  or else in the leading imports' third-party block, or after them as a new block (after a module
+  docstring and `from __future__`). An
   import the fixed file does not name (registering `torch_npu` for `.npu()`) carries `# noqa: F401`, so
   pyflakes, flake8 and `ruff --fix` keep it.
 - What a fix leaves unused: an import (top-level, or inside a function or block) the file used before the
@@ -129,19 +131,94 @@ def _is_future(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
 
 
-def anchor_line(tree: ast.Module, modules: Sequence[str]) -> int:
-    """The line after which `import M` lines go (0: at the very top)."""
+def _blocks(run: List[ast.stmt]) -> List[List[ast.stmt]]:
+    """A run's blocks: statements with no line between them (isort's sections are apart by blank lines)."""
+    blocks = [[run[0]]]
+    for stmt in run[1:]:
+        if stmt.lineno > (blocks[-1][-1].end_lineno or blocks[-1][-1].lineno) + 1:
+            blocks.append([stmt])
+        else:
+            blocks[-1].append(stmt)
+    return blocks
+
+
+def _natural(name: str) -> List[object]:
+    """isort's (and ruff's) order of module names: case-insensitive, digit runs as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name.lower())]
+
+
+def _in_order(block: List[ast.stmt], module: str) -> int:
+    """The line after which `import module` goes in `block` as isort orders it (plain imports first, by
+    module name; then the `from` imports)."""
+    plain = [s for s in block if isinstance(s, ast.Import)]
+    before = [s for s in plain if _natural(s.names[0].name) <= _natural(module)]
+    if before:
+        return before[-1].end_lineno or before[-1].lineno
+    first = plain[0] if plain else block[0]
+    return first.lineno - 1
+
+
+def _extended_run(runs: List[List[ast.stmt]], roots: Set[str]) -> Optional[List[ast.stmt]]:
+    """The block holding the import of the framework a module extends (`torch` for `torch_npu`)."""
+    for run in runs:
+        for block in _blocks(run):
+            for stmt in block:
+                owns = {m.split(".")[0] for m in _modules_of(stmt)}
+                if any(root != own and root.startswith(own + "_") for root in roots for own in owns):
+                    return block
+    return None
+
+
+def _third_party(module: str) -> bool:
+    return module.split(".")[0] not in STDLIB and module != "__future__"
+
+
+def _section(stmt: ast.stmt) -> str:
+    """stdlib, third (an absolute import of another package; isort cannot tell first-party ones either
+    without configuration) or local (relative)."""
+    if isinstance(stmt, ast.ImportFrom) and stmt.level:
+        return "local"
+    return "third" if any(_third_party(m) for m in _modules_of(stmt)) else "stdlib"
+
+
+def import_place(tree: ast.Module, modules: Sequence[str]) -> Tuple[int, int, int]:
+    """(the line after which `import M` lines go (0: at the very top), blank lines to put before them (a
+    new isort section), blank lines to put after them (when they end the file's imports right above code:
+    one, two above a `def` or `class`, as isort asks))."""
     runs = _runs(tree)
-    roots = {m.split(".")[0] for m in modules}
-    for run in runs:  # next to the framework the module extends: `torch` for `torch_npu`
-        for stmt in run:
-            if any(root != own and root.startswith(own + "_")
-                   for root in roots for own in {m.split(".")[0] for m in _modules_of(stmt)}):
-                return run[-1].end_lineno or run[-1].lineno
+    first = min(modules, key=_natural) if modules else ""
+    block = _extended_run(runs, {m.split(".")[0] for m in modules})
+    if block is not None:
+        return _in_order(block, first), 0, 0
     top = _docstring_end(tree)
     leading = next((run for run in runs if run[0] is tree.body[1 if top else 0]), None) if tree.body else None
-    if leading is not None:
-        return leading[-1].end_lineno or leading[-1].lineno
+    if leading is None:
+        line = _fallback_line(tree, top)
+        return line, 0, _blank_lines_wanted(tree, line)
+    blocks = [b for b in _blocks(leading) if not all(_is_future(s) for s in b)]
+    kinds = [{_section(s) for s in b} for b in blocks]
+    third = [b for b, kind in zip(blocks, kinds) if kind == {"third"}]
+    if third and _third_party(first):
+        return _in_order(third[0], first), 0, 0
+    line = leading[-1].end_lineno or leading[-1].lineno
+    if blocks and _third_party(first) and all(kind == {"stdlib"} for kind in kinds):
+        return line, 1, _blank_lines_wanted(tree, line)
+    return line, 0, 0
+
+
+def _blank_lines_wanted(tree: ast.Module, line: int) -> int:
+    """Blank lines to add after an import put after `line` so that the code below it stands as isort
+    wants it from the imports (two lines above a `def` or `class`, one above other code)."""
+    following = next((s for s in tree.body if s.lineno > line), None)
+    if following is None:
+        return 0
+    start = min([following.lineno] + [d.lineno for d in getattr(following, "decorator_list", ())])
+    wanted = 2 if isinstance(following, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else 1
+    return max(0, wanted - (start - line - 1))
+
+
+def _fallback_line(tree: ast.Module, top: int) -> int:
+    """After `from __future__` imports, else after the docstring, else above the first statement."""
     futures = [s for s in tree.body if _is_future(s)]
     if futures:
         return futures[-1].end_lineno or futures[-1].lineno
@@ -151,6 +228,11 @@ def anchor_line(tree: ast.Module, modules: Sequence[str]) -> int:
     if first is None:
         return 0
     return min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", ())]) - 1
+
+
+def anchor_line(tree: ast.Module, modules: Sequence[str]) -> int:
+    """The line after which `import M` lines go (0: at the very top); see import_place."""
+    return import_place(tree, modules)[0]
 
 
 # ----------------------------------------------------------------------------- what a fix leaves unused

@@ -2,7 +2,7 @@
 
 `edits.fix_edits` applies one fix to the whole file and diffs the result: exact, but the work of a
 whole file per finding. Here the file's chunks are parsed once for all findings (engine.FilePass), and a
-fix that replaces expressions or sets keywords on single lines, and reads every name the code it replaces
+fix that replaces expressions or sets keywords on single lines (no continuation line to realign), and reads every name the code it replaces
 read (so it leaves no import unused), is rendered where it is: its work is the size of its edit. Its
 edits are the ones `fix_edits` gives (diffed on the changed text only, placed where that text is). Every
 other fix, and any case this module does not cover, goes through `fix_edits` as before.
@@ -32,7 +32,7 @@ class FileEdits:
         self.findings = [f for f in findings if f.fix is not None]
         self.lines = split_lines(text, keepends=True)
         self._pass: Any = None
-        self._anchors: Dict[Tuple[str, ...], int] = {}
+        self._anchors: Dict[Tuple[str, ...], Tuple[int, int, int]] = {}
         self._holders: Optional[List[Optional[ast.stmt]]] = None
         self._spans: Dict[int, Dict[tuple, Tuple[ast.AST, ast.AST]]] = {}  # statement -> span -> (node, parent)
         self.whole_file = 0  # fixes that took the whole-file path (tests and benches read it)
@@ -56,7 +56,7 @@ class FileEdits:
         assert fix is not None
         if not fix.edits or any(e.op == "replace_text" for e in fix.edits):
             return _WHOLE_FILE
-        after = self._anchor(fix.imports)
+        after, *blanks = self._anchor(fix.imports)
         needed, ops, problem = self._file_pass().resolve(finding, after)
         if problem:  # the same on its own, unless libcst failed on its chunk (which may hold other statements)
             return _WHOLE_FILE if "libcst could not parse" in problem else None
@@ -67,7 +67,7 @@ class FileEdits:
         if needed:
             if after > 0 and not self.lines[after - 1].endswith(("\n", "\r")):
                 return _WHOLE_FILE
-            insert = self._import_lines(finding, needed)
+            insert = self._import_lines(finding, needed, blanks)
         return self._text_edits(changes, after, insert)
 
     def _file_pass(self) -> Any:
@@ -77,23 +77,25 @@ class FileEdits:
             self._pass = FilePass(self.text, self.tree, self.findings)
         return self._pass
 
-    def _anchor(self, modules: Sequence[str]) -> int:
-        from .imports import anchor_line
+    def _anchor(self, modules: Sequence[str]) -> Tuple[int, int, int]:
+        from .imports import import_place
 
         key = tuple(sorted(modules))
         if key not in self._anchors:
-            self._anchors[key] = anchor_line(self.tree, key) if key else -1
+            self._anchors[key] = import_place(self.tree, key) if key else (-1, 0, 0)
         return self._anchors[key]
 
-    def _import_lines(self, finding: Finding, needed: Sequence[str]) -> str:
+    def _import_lines(self, finding: Finding, needed: Sequence[str], blanks: Sequence[int]) -> str:
         from .imports import import_statement, names_module
 
         texts = [e.text for e in finding.fix.edits]  # type: ignore[union-attr]
         newline = next((ln[len(ln.rstrip("\r\n")):] for ln in self.lines if ln.endswith(("\n", "\r"))), "\n")
-        return "".join(import_statement(m, [m] if names_module(texts, m) else []) + newline for m in sorted(needed))
+        return newline * blanks[0] + "".join(import_statement(m, [m] if names_module(texts, m) else []) + newline
+                                             for m in sorted(needed)) + newline * blanks[1]
 
     def _changes(self, ops: Sequence[Any], module: Any) -> Any:
         """The ops rendered in place, as Changes; _WHOLE_FILE when they are not all local."""
+        from .layout import leaves_open
         from .transform import replaced_expression, set_keyword
 
         if any(op.kind not in _LOCAL_OPS for op in ops):
@@ -116,6 +118,7 @@ class FileEdits:
             (line, start), (end_line, end) = op.anchor
             old, code = module.code_for_node(op.node), module.code_for_node(new)
             if end_line != line or "\n" in code or "\r" in code or self.lines[line - 1][start:end] != old \
+                    or leaves_open(self.lines[line - 1]) \
                     or not _reads_kept(old, code) or not self._still_parses(line, start, end, code, new):
                 return _WHOLE_FILE
             changes.append((line, start, end, old, code))
