@@ -15,7 +15,6 @@ import argparse
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 from typing import Dict, List, Sequence, Tuple

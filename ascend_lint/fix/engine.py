@@ -144,7 +144,6 @@ def _indent_unit(tree: ast.Module, lines: List[str]) -> str:
     return "    "
 
 
-
 class FilePass:
     """One file's text, tree and the libcst chunks a round's fixes touch; `apply` makes the round's pass.
 

@@ -23,12 +23,11 @@ from ..engine.linter import Linter, parse
 from ..fileio import SourceError
 from ..rule import Finding
 from .engine import CHUNK_GAP, Attempt, CannotFix, apply_once
-from .imports import clean_unused_imports
+from .unused import clean_unused_imports
 from .policy import apply_fix_settings, codes, effective_applicability, fix_key, is_applicable
 
 __all__ = ["MAX_ROUNDS", "CHUNK_GAP", "FileFix", "fix_text", "apply_alone", "apply_once", "is_applicable",
-           "apply_fix_settings", "effective_applicability", "fix_results", "fix_stdin", "unified_diff",
-           "write_fixes", "FixOutcome", "DiffNameError"]
+           "apply_fix_settings", "effective_applicability"]  # (and command.py's names, for older imports)
 
 MAX_ROUNDS = 10
 _apply_once = apply_once  # (the name the tests knew)

@@ -2,8 +2,9 @@
 
 `edits.fix_edits` applies one fix to the whole file and diffs the result: exact, but the work of a
 whole file per finding. Here the file's chunks are parsed once for all findings (engine.FilePass), and a
-fix that replaces expressions or sets keywords on single lines (no continuation line to realign), and reads every name the code it replaces
-read (so it leaves no import unused), is rendered where it is: its work is the size of its edit. Its
+fix that replaces expressions or sets keywords on single lines (no continuation line to realign), and
+reads every name the code it replaces read (so it leaves no import unused), is rendered where it is: its
+work is the size of its edit. Its
 edits are the ones `fix_edits` gives (diffed on the changed text only, placed where that text is). Every
 other fix, and any case this module does not cover, goes through `fix_edits` as before.
 """
@@ -157,7 +158,8 @@ class FileEdits:
             for parent in ast.walk(holder):
                 for child in ast.iter_child_nodes(parent):
                     if isinstance(child, ast.expr):
-                        spans[(child.lineno, child.col_offset, child.end_lineno, child.end_col_offset)] = (child, parent)
+                        key = (child.lineno, child.col_offset, child.end_lineno, child.end_col_offset)
+                        spans[key] = (child, parent)
         text = self.lines[line - 1]
         found = spans.get((line, _byte_col(text, start), line, _byte_col(text, end)))
         if found is None:

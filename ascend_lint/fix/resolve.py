@@ -22,6 +22,7 @@ from ..rule import Edit
 
 Range = Tuple[Tuple[int, int], Tuple[int, int]]
 
+
 @dataclass
 class Op:
     """One resolved edit: `kind` is expr | kw | remove | replace_small | replace_line | after | body_end."""
@@ -247,7 +248,8 @@ def chunk_resolver(source: str, first: int) -> Tuple[Optional[Resolver], str]:
     try:
         PARSES[0] += 1
         module = cst.parse_module(source)
-        found: Tuple[Optional[Resolver], str] = (Resolver(MetadataWrapper(module, unsafe_skip_copy=True), first - 1), "")
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        found: Tuple[Optional[Resolver], str] = (Resolver(wrapper, first - 1), "")
     except Exception as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         found = (None, f"libcst could not parse the statement at line {first}: {message}")
@@ -255,7 +257,6 @@ def chunk_resolver(source: str, first: int) -> Tuple[Optional[Resolver], str]:
     while len(_RESOLVERS) > RESOLVER_CACHE:
         _RESOLVERS.popitem(last=False)
     return found
-
 
 
 _STATEMENTS = (cst.BaseSmallStatement, cst.BaseCompoundStatement)

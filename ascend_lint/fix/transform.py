@@ -11,6 +11,7 @@ import libcst as cst
 
 from .resolve import ATOMS, Op, Resolver
 
+
 def _edited_lines(ops: Sequence[Op]) -> List[int]:
     """Lines holding an edit, as prefix counts: a node is entered only if its lines hold one."""
     last = max((op.anchor[1][0] for op in ops if op.anchor), default=0)
@@ -125,44 +126,46 @@ class Transformer(cst.CSTTransformer):
         return updated.with_changes(body=fixed)
 
     def _block(self, original: Any, updated: Any) -> Any:
+        """A block (or the module) with its removed, replaced and inserted statements."""
+        if not any(id(s) in self.remove_lines or id(s) in self.replace_line or id(s) in self.after
+                   for s in original.body):
+            return updated
         is_module = isinstance(original, cst.Module)
-        touched = any(id(s) in self.remove_lines or id(s) in self.replace_line or id(s) in self.after
-                      for s in original.body)
-        if touched:
-            out: List[Any] = []
-            carry: List[Any] = []
-            for orig, upd in zip(original.body, updated.body):
-                key = id(orig)
-                if key in self.remove_lines:
-                    carry.extend(upd.leading_lines)
-                elif key in self.replace_line:
-                    new = list(self.replace_line[key])
-                    new[0] = new[0].with_changes(leading_lines=carry + list(upd.leading_lines)
-                                                 + list(new[0].leading_lines))
-                    if (len(new) == 1 and isinstance(upd, cst.SimpleStatementLine)
-                            and isinstance(new[0], cst.SimpleStatementLine)):
-                        new[0] = new[0].with_changes(trailing_whitespace=upd.trailing_whitespace)
-                    out.extend(new)
-                else:
-                    if carry:
-                        upd = upd.with_changes(leading_lines=_join_leading(carry, upd.leading_lines))
-                    elif is_module and not out and self.blank_before and orig is not original.body[0]:
-                        # the chunk's first statements were removed, a blank line precedes the chunk
-                        upd = upd.with_changes(leading_lines=_drop_one_blank(upd.leading_lines))
-                    out.append(upd)
-                if key not in self.remove_lines:
-                    carry = []
-                inserted = list(self.after.get(key, ()))
-                if inserted and carry:
-                    inserted[0] = inserted[0].with_changes(leading_lines=carry + list(inserted[0].leading_lines))
-                    carry = []
-                out.extend(inserted)
-            if not out and not is_module:
-                out = [cst.SimpleStatementLine([cst.Pass()], leading_lines=carry)]
+        out: List[Any] = []
+        carry: List[Any] = []  # the leading lines of removed statements, for the next one kept
+        for orig, upd in zip(original.body, updated.body):
+            key = id(orig)
+            if key in self.remove_lines:
+                carry.extend(upd.leading_lines)
+            elif key in self.replace_line:
+                out.extend(self._replacement(upd, key, carry))
+            else:
+                if carry:
+                    upd = upd.with_changes(leading_lines=_join_leading(carry, upd.leading_lines))
+                elif is_module and not out and self.blank_before and orig is not original.body[0]:
+                    # the chunk's first statements were removed, a blank line precedes the chunk
+                    upd = upd.with_changes(leading_lines=_drop_one_blank(upd.leading_lines))
+                out.append(upd)
+            if key not in self.remove_lines:
                 carry = []
-            comments = [line for line in carry if line.comment is not None]
-            updated = updated.with_changes(body=out, footer=comments + list(updated.footer))
-        return updated
+            inserted = list(self.after.get(key, ()))
+            if inserted and carry:
+                inserted[0] = inserted[0].with_changes(leading_lines=carry + list(inserted[0].leading_lines))
+                carry = []
+            out.extend(inserted)
+        if not out and not is_module:
+            out = [cst.SimpleStatementLine([cst.Pass()], leading_lines=carry)]
+            carry = []
+        comments = [line for line in carry if line.comment is not None]
+        return updated.with_changes(body=out, footer=comments + list(updated.footer))
+
+    def _replacement(self, upd: Any, key: int, carry: List[Any]) -> List[Any]:
+        """The statements replacing `upd`, with its leading lines (and those carried from removed ones)."""
+        new = list(self.replace_line[key])
+        new[0] = new[0].with_changes(leading_lines=carry + list(upd.leading_lines) + list(new[0].leading_lines))
+        if len(new) == 1 and isinstance(upd, cst.SimpleStatementLine) and isinstance(new[0], cst.SimpleStatementLine):
+            new[0] = new[0].with_changes(trailing_whitespace=upd.trailing_whitespace)
+        return new
 
 
 def replaced_expression(old: Any, new: Any) -> Any:
