@@ -294,8 +294,8 @@ def run_check(args: argparse.Namespace) -> int:
 
         outcome = fix_results(results, configured.linter(settings), settings, diff=args.diff,
                               show=args.show_fixes, linters=configured.linter_for)
-        if args.diff:
-            return EXIT_FINDINGS if outcome.changed else EXIT_OK
+        if args.diff:  # (a file whose diff cannot be shown would still change)
+            return EXIT_FINDINGS if outcome.changed or outcome.unshown else EXIT_OK
         fixed, held_back = outcome.fixed, outcome.held_back
     if args.fix_only:
         return report_fix_only(args, fixed, sys.stdout, held_back)

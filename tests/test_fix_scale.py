@@ -153,7 +153,7 @@ def test_diff_says_which_files_it_could_not_show(tmp_path, monkeypatch, capsys):
     code = cli.main(["check", "--isolated", "--no-cache", "--preview", "--target", "npu", "--select", "ASC601",
                      "--unsafe-fixes", "--diff", name])
     out, err = capsys.readouterr()
-    assert code == 0 and out == ""
+    assert code == 1 and out == ""  # the file would still change
     assert "no diff shown" in err and "Would fix" not in err
     assert err.endswith("No findings would be fixed.\nNo diff shown for 1 file with fixes (see the errors above).\n")
 

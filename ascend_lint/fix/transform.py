@@ -7,9 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Dict, List, Sequence, Tuple
 
-import libcst as cst
-
-from .resolve import ATOMS, Op, Resolver
+from .resolve import ATOMS, Op, Resolver, cst  # (libcst, imported there without its warnings)
 
 
 def _edited_lines(ops: Sequence[Op]) -> List[int]:
