@@ -108,3 +108,21 @@ def test_an_import_added_above_code_gets_the_blank_lines_isort_wants():
     assert import_place(ast.parse("def f():\n    pass\n"), ["torch_npu"]) == (0, 0, 2)
     assert import_place(ast.parse("import os\nimport torch\n"), ["torch_npu"]) == (2, 0, 0)
     assert import_place(ast.parse("import torch\nimport torchvision\n"), ["torch_npu"]) == (1, 0, 0)
+
+
+def test_json_edits_move_the_continuation_lines_as_the_fix_does():
+    from ascend_lint.engine.linter import parse
+    from ascend_lint.fix.edits import fix_edits
+    from ascend_lint.fix.preview import FileEdits
+
+    settings = Settings(preview=True, target="npu", unsafe_fixes=True)
+    linter = Linter(load_registry().sorted_rules(), settings)
+    findings = [f for f in linter.check(ALIGNED, "m.py") if f.fix is not None]
+    edits = FileEdits(ALIGNED, parse(ALIGNED, "m.py"), findings)
+    assert len(findings) >= 3
+    for finding in findings:
+        assert edits.edits(finding) == fix_edits(ALIGNED, finding, parse(ALIGNED, "m.py"))
+    assert edits.whole_file == 1  # ASC301's fix stops reading `torch` there: the whole-file path checks imports
+    moved = edits.edits(next(f for f in findings if f.line == 7))  # .cuda(non_blocking=True, / device=0)
+    assert [(e.line, e.col, e.end_line, e.end_col, e.content) for e in moved][1:] == [
+        (7, 24, 8, 2, "npu(non_blocking=True,\n")]  # `.cuda` -> `.npu`, and line 8 one column left

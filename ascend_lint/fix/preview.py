@@ -119,11 +119,34 @@ class FileEdits:
             (line, start), (end_line, end) = op.anchor
             old, code = module.code_for_node(op.node), module.code_for_node(new)
             if end_line != line or "\n" in code or "\r" in code or self.lines[line - 1][start:end] != old \
-                    or leaves_open(self.lines[line - 1]) \
                     or not _reads_kept(old, code) or not self._still_parses(line, start, end, code, new):
                 return _WHOLE_FILE
             changes.append((line, start, end, old, code))
-        return sorted(changes)
+        opened = [c for c in changes if leaves_open(self.lines[c[0] - 1])]
+        return self._realigned(sorted(changes)) if opened else sorted(changes)
+
+    def _realigned(self, changes: List[Change]) -> Any:
+        """`changes` and the continuation lines they move (layout.realign, as the engine does it on the
+        statement's chunk), when every change sits in a small statement of its own."""
+        from .layout import realign
+
+        holders = {id(h): h for h in (self._holder(c[0]) for c in changes) if h is not None}
+        if len(holders) != len({c[0] for c in changes}) or any(
+                (h.end_lineno or h.lineno) - h.lineno > _SMALL_STATEMENT[0] for h in holders.values()):
+            return _WHOLE_FILE
+        moved: List[Change] = []
+        for line, start, end, _, code in changes:
+            holder = self._holder(line)
+            first, last = holder.lineno, holder.end_lineno or holder.lineno
+            old_lines = self.lines[first - 1:last]
+            new_lines = list(old_lines)
+            text = new_lines[line - first]
+            new_lines[line - first] = text[:start] + code + text[end:]
+            for index, (before, after) in enumerate(zip(new_lines, realign(old_lines, new_lines))):
+                if before != after:
+                    body = old_lines[index].rstrip("\r\n")
+                    moved.append((first + index, 0, len(body), body, after.rstrip("\r\n")))
+        return sorted(changes + moved)
 
     # ---------------------------------------------------------------- is the edit valid Python there?
     def _holder(self, line: int) -> Optional[ast.stmt]:
