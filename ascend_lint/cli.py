@@ -288,17 +288,17 @@ def run_check(args: argparse.Namespace) -> int:
     results += lint_projects(args, paths, configured, targets, registry, keep_sources)
     if args.add_noqa:
         return add_noqa(results)
-    fixed = 0
+    fixed = held_back = 0
     if settings.fix or args.diff:
-        from .fix.fixer import fix_results  # libcst is imported only on this path
+        from .fix.command import fix_results  # libcst is imported only on this path
 
         outcome = fix_results(results, configured.linter(settings), settings, diff=args.diff,
                               show=args.show_fixes, linters=configured.linter_for)
-        if args.diff:
-            return EXIT_FINDINGS if outcome.changed else EXIT_OK
-        fixed = outcome.fixed
+        if args.diff:  # (a file whose diff cannot be shown would still change)
+            return EXIT_FINDINGS if outcome.changed or outcome.unshown else EXIT_OK
+        fixed, held_back = outcome.fixed, outcome.held_back
     if args.fix_only:
-        return report_fix_only(args, fixed, sys.stdout)
+        return report_fix_only(args, fixed, sys.stdout, held_back)
     return emit(args, settings, registry, results, fixed, configured.linter_for)
 
 
@@ -356,7 +356,7 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry,
     result = linter.lint_bytes(raw, path)
     fixed = 0
     if settings.fix or args.diff:
-        from .fix.fixer import fix_stdin
+        from .fix.command import fix_stdin
 
         output, fixed, result = fix_stdin(raw, result, linter, settings, diff=args.diff)
         if isinstance(output, bytes):  # the fixed source, in the input's own encoding and newlines
@@ -372,7 +372,9 @@ def check_stdin(args, settings: Settings, linter: Linter, registry: Registry,
         if args.diff:
             return EXIT_FINDINGS if fixed else EXIT_OK
         if args.fix_only:
-            return report_fix_only(args, fixed, sys.stderr)  # stdout carries the source
+            from .fix.policy import held_back
+
+            return report_fix_only(args, fixed, sys.stderr, held_back(result.findings, settings))  # stdout: source
         if args.exit_zero:
             return EXIT_OK
         return EXIT_FINDINGS if result.findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
@@ -395,7 +397,7 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
     for result in results:  # each file's own `extend-safe-fixes` / `extend-unsafe-fixes`
         own = linter_for(result.path).settings if linter_for and result.findings else settings
         if own.extend_safe_fixes or own.extend_unsafe_fixes:
-            from .fix.fixer import apply_fix_settings  # cheap: libcst is imported only to apply a fix
+            from .fix.policy import apply_fix_settings  # cheap: libcst is imported only to apply a fix
 
             apply_fix_settings(result.findings, own)
     findings = sorted_findings(results)
@@ -491,10 +493,14 @@ def stdin_paths(args: argparse.Namespace) -> Optional[List[str]]:
     return ["-"]
 
 
-def report_fix_only(args: argparse.Namespace, fixed: int, out: TextIO) -> int:
-    """`--fix-only`: say how many findings were fixed, never what is left."""
-    if fixed and not args.quiet:
-        out.write(f"Fixed {fixed} finding{'s' if fixed != 1 else ''}.\n")
+def report_fix_only(args: argparse.Namespace, fixed: int, out: TextIO, held_back: int = 0) -> int:
+    """`--fix-only`: say how many findings were fixed (and how many unsafe fixes were held back), never
+    what is left."""
+    from .fix.policy import fixed_message
+
+    message = fixed_message(fixed, held_back)
+    if message and not args.quiet:
+        out.write(message + "\n")
     return EXIT_FINDINGS if fixed and args.exit_non_zero_on_fix and not args.exit_zero else EXIT_OK
 
 

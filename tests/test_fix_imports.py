@@ -5,8 +5,8 @@ import ast
 
 import pytest
 
-from ascend_lint.fix.imports import (anchor_line, clean_unused_imports, import_facts, import_statement,
-                                     import_usage, newly_unused, plan)
+from ascend_lint.fix.imports import anchor_line, import_facts, import_statement, plan
+from ascend_lint.fix.unused import clean_unused_imports, import_usage, newly_unused
 
 
 @pytest.mark.parametrize("src, line", [

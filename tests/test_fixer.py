@@ -394,7 +394,7 @@ def test_import_goes_with_the_framework_imports_even_when_a_fix_rewrites_one():
     linter = Linter(REGISTRY.sorted_rules(), cfg)
     result = fixer.fix_text(src, "port.py", linter.check(src, "port.py"), linter, cfg)
     assert result.text.splitlines() == [
-        "import torch", "from torch_npu.npu.amp import autocast", "import torch_npu  # noqa: F401",
+        "import torch", "import torch_npu  # noqa: F401", "from torch_npu.npu.amp import autocast",
         "x = torch.zeros(3).npu()", "dist.init_process_group(backend='hccl')",
     ]
 
@@ -442,10 +442,13 @@ def test_side_effect_import_carries_noqa_f401_and_a_named_one_does_not():
 
 
 def test_import_goes_after_a_docstring_or_first_without_imports():
+    """With the blank lines isort wants between the imports and the code (one; two above a def)."""
     assert fixed('"""doc"""\no = Adam(p)\n', "TST004") == \
-        '"""doc"""\nimport torch_npu\no = torch_npu.optim.NpuFusedAdam(p)\n'
+        '"""doc"""\nimport torch_npu\n\no = torch_npu.optim.NpuFusedAdam(p)\n'
     assert fixed("#!/usr/bin/env python\n# a header\n\no = Adam(p)\n", "TST004") == \
-        "#!/usr/bin/env python\n# a header\n\nimport torch_npu\no = torch_npu.optim.NpuFusedAdam(p)\n"
+        "#!/usr/bin/env python\n# a header\n\nimport torch_npu\n\no = torch_npu.optim.NpuFusedAdam(p)\n"
+    assert fixed("def f():\n    return Adam(p)\n", "TST004") == \
+        "import torch_npu\n\n\ndef f():\n    return torch_npu.optim.NpuFusedAdam(p)\n"
 
 
 # ----------------------------------------------------------------------------- applicability
@@ -652,7 +655,7 @@ def test_cli_diff_writes_nothing(pack, capsys):
     assert code == 1 and path.read_text() == SRC and os.stat(path).st_mtime_ns == before
     assert "--- m.py\n+++ m.py\n" in out
     assert "-o = make_opt(a)\n-d = 'cuda'\n+o = make_opt(a, fused=True)\n+d = 'npu'\n" in out
-    assert "-sync()" not in out and "Would fix 2 findings." in err
+    assert "-sync()" not in out and "Would fix 2 findings (1 additional fix available with `--unsafe-fixes`).\n" in err
     (pack / "clean.py").write_text("x = 1\n")
     code, out, _ = run(capsys, "--diff", "clean.py")
     assert code == 0 and out == ""

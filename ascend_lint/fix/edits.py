@@ -1,7 +1,8 @@
 """A fix as plain text edits (range + replacement), for the `json` output and the language server.
 
-The fixer applies a fix structurally (libcst); here the one fix is applied on its own and the result
-is compared with the original, so what a client gets is exactly what `--fix` would write.
+The fixer applies a fix structurally (libcst); a client gets what applying that one fix on its own
+(`fixer.apply_alone`) would change, so what it applies is exactly what `--fix` would write.
+Many findings of one file: preview.FileEdits (the same edits from one pass over the file).
 """
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """`json`: a JSON array of findings with ruff's field names, fix edits included."""
 from __future__ import annotations
 
-import ast
 import json
-from typing import Any, Dict, Optional, TextIO, Tuple
+from typing import Any, Dict, List, Optional, TextIO
 
 from ..docs import rule_url
-from ..fix.edits import fix_edits
+from ..fix.edits import TextEdit
+from ..fix.preview import FileEdits
 from ..engine.linter import parse
 from ..fileio import SourceError
 from ..rule import Finding
@@ -15,23 +15,34 @@ from ._util import text
 
 
 class Texts:
-    """The text and tree of the file being reported (findings come sorted by path: one at a time)."""
+    """The fix edits of the file being reported (findings come sorted by path: one file at a time), all
+    found from one parse of it (fix.edits.FileEdits)."""
 
     def __init__(self, report: Report) -> None:
         self.report = report
         self.path: Optional[str] = None
-        self.text: Optional[str] = None
-        self.tree: Optional[ast.Module] = None
+        self.file: Optional[FileEdits] = None
+        self.by_path: Optional[Dict[str, List[Finding]]] = None
 
-    def get(self, path: str) -> Tuple[Optional[str], Optional[ast.Module]]:
-        if path != self.path:
-            self.path, self.text, self.tree = path, self.report.text_of(path), None
-            if self.text is not None:
+    def _findings_of(self, path: str) -> List[Finding]:
+        if self.by_path is None:
+            self.by_path = {}
+            for f in self.report.findings:
+                self.by_path.setdefault(f.path, []).append(f)
+        return self.by_path.get(path, [])
+
+    def edits(self, finding: Finding) -> List[TextEdit]:
+        if finding.path != self.path:
+            self.path, self.file = finding.path, None
+            text = self.report.text_of(finding.path)
+            if text is not None:
                 try:
-                    self.tree = parse(self.text, path)
+                    tree = parse(text, finding.path)
                 except SourceError:
-                    self.text = None
-        return self.text, self.tree
+                    tree = None
+                if tree is not None:
+                    self.file = FileEdits(text, tree, self._findings_of(finding.path))
+        return (self.file.edits(finding) if self.file is not None else None) or []
 
 
 def record(finding: Finding, report: Report, texts: Optional[Texts] = None) -> Dict[str, Any]:
@@ -41,9 +52,7 @@ def record(finding: Finding, report: Report, texts: Optional[Texts] = None) -> D
     row["noqa_row"] = finding.line
     row["url"] = rule_url(finding.code, finding.name)
     if row["fix"] is not None:
-        source, tree = (texts or Texts(report)).get(finding.path)
-        edits = fix_edits(source, finding, tree) if source is not None else None
-        row["fix"]["edits"] = [e.to_dict() for e in edits or ()]
+        row["fix"]["edits"] = [e.to_dict() for e in (texts or Texts(report)).edits(finding)]
     return row
 
 
