@@ -191,7 +191,7 @@ def test_asc602_forms_and_fix(line):
     assert "hccl" in out and "nccl" not in out
 
 
-def test_asc602_bound_backend_is_reported_without_fix():
+def test_asc602_bound_backend_is_fixed_where_bound_unsafely():
     src = """
         import torch.distributed as dist
         import torch_npu
@@ -201,7 +201,22 @@ def test_asc602_bound_backend_is_reported_without_fix():
             dist.init_process_group(backend=backend, rank=rank)
     """
     (f,) = found(src, "ASC602")
-    assert f.fix is None and f.line == 7
+    assert f.line == 7 and f.fix.applicability == Applicability.UNSAFE  # other reads of `backend` change too
+    (edit,) = f.fix.edits
+    assert edit.span.line == 6 and edit.text == '"hccl"'
+
+
+def test_asc602_option_default_is_fixed_and_choices_are_left():
+    src = """
+        import argparse
+        import torch_npu
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"])
+    """
+    (f,) = found(src, "ASC602")
+    assert f.line == 6 and "default backend 'nccl'" in f.message
+    assert '"hccl", choices=["nccl", "gloo"]' in apply(src, f)
 
 
 def test_asc602_rebinding_is_followed():

@@ -100,7 +100,9 @@ class HostToDeviceCopyInForward(Rule):
                    "call now shares one tensor: it is not mutated in place (`total += x`, `.add_()`, `out=`), "
                    "aliased or stored (`y = t`, `self.cache = t`, `lst.append(t)`) or returned/yielded, "
                    "directly or through a view.",
-        source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (domain-notes.md, case 1).",
+        source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (\"[Pytorch] ShufflenetV2模型迁移--昇腾910"
+               "训练场景性能调优记录分享\", Huawei Cloud community, https://bbs.huaweicloud.com/blogs/204633); "
+               "`torch.nn.Module.register_buffer` (PyTorch API docs).",
     )
     flagged = (
         # the ShuffleNetV2 index, and every move spelling

@@ -7,7 +7,7 @@ from typing import Dict
 from ascend_lint.rule import Applicability, Docs, Rule
 from ascend_lint.semantic import argument
 
-from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, replace_in_literal
+from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, option_default, replace_in_literal
 
 # torch.distributed calls with a `backend` argument: name -> position of `backend`.
 BACKEND_CALLS = {"init_process_group": 0, "new_group": 2}
@@ -24,7 +24,8 @@ class NcclBackend(Rule):
     docs = Docs(
         summary="The `nccl` distributed backend in NPU code, where `hccl` is the backend.",
         what="Flags `torch.distributed.init_process_group` and `new_group` called with the `'nccl'` backend "
-             "(keyword or positional, or through a local name bound to `'nccl'`) in NPU code.",
+             "(keyword or positional, or through a local name bound to `'nccl'`), and a command-line option "
+             "whose default is `'nccl'` (`parser.add_argument('--dist-backend', default='nccl')`), in NPU code.",
         why="NCCL is NVIDIA's collective library; on Ascend the collective backend is HCCL, registered by "
             "torch_npu as `'hccl'`. Initialising with `'nccl'` fails on an Ascend host unless "
             "`transfer_to_npu` rewrites it at run time.",
@@ -43,8 +44,10 @@ class NcclBackend(Rule):
             dist.init_process_group(backend="hccl", rank=rank, world_size=world_size)
         """,
         fix_safety="The string literal `'nccl'` is replaced by `'hccl'` (quote style kept); `'hccl'` is "
-                   "registered by torch_npu. A backend read from a variable is reported without a fix. "
-                   + NPU_FIX_SAFETY,
+                   "registered by torch_npu. Where the backend is a local name, the literal it is bound to is "
+                   "replaced, an unsafe fix (whatever else reads the name sees `'hccl'` too); a backend read from elsewhere (`args.dist_backend`) is fixed at the option's "
+                   "default, and one from anywhere else is reported without a fix. An option's `choices` are "
+                   "left as they are: add `'hccl'` to them by hand. " + NPU_FIX_SAFETY,
         source="Ascend PyTorch migration guide (manual migration: `backend='nccl'` -> `'hccl'`); "
                "torch_npu/contrib/transfer_to_npu.py (automatic migration patches init_process_group).",
     )
@@ -55,6 +58,7 @@ class NcclBackend(Rule):
         "import torch_npu\nimport torch\ndef setup():\n    backend = 'nccl'\n"
         "    torch.distributed.init_process_group(backend=backend)",
         "import torch_npu\nimport torch.distributed as dist\ng = dist.new_group(ranks, backend='nccl')",
+        "import torch_npu\nparser.add_argument('--dist-backend', default='nccl', type=str)",
     )
     clean = (
         "import torch.distributed as dist\ndist.init_process_group(backend='nccl')",  # no NPU context
@@ -65,6 +69,8 @@ class NcclBackend(Rule):
         "dist.init_process_group(backend='hccl' if is_npu else 'nccl')",
         "import torch_npu\nimport torch.distributed as dist\ndist.init_process_group(backend=args.backend)",
         "import torch_npu\nimport torch.distributed as dist\nif dist.get_backend() == 'nccl':\n    pass",
+        "import torch_npu\nparser.add_argument('--dist-backend', default='hccl', choices=['nccl', 'hccl'])",
+        "parser.add_argument('--dist-backend', default='nccl')",  # no NPU context
     )
 
     def __init__(self, ctx, options=None) -> None:
@@ -72,6 +78,10 @@ class NcclBackend(Rule):
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
 
     def visit_Call(self, node: ast.Call) -> None:
+        option = option_default(node)
+        if option is not None:  # `parser.add_argument('--dist-backend', default='nccl')`
+            self._check_default(option[1])
+            return
         func = node.func
         qual = self.ctx.qualname(func)
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -96,9 +106,18 @@ class NcclBackend(Rule):
             return
         if in_backend_switch(self.ctx, self._switches):
             return
+        edit = replace_in_literal(self.ctx, literal, "nccl", "hccl")  # (at the binding for a local name)
         fix = None
-        if literal is value:
-            edit = replace_in_literal(self.ctx, value, "nccl", "hccl")
-            if edit is not None:
-                fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'", edit)
+        if edit is not None:  # other reads of a bound name see 'hccl' too: unsafe there
+            fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'" + ("" if literal is value else " where it is bound"),
+                          edit, changes_results=literal is not value)
         self.report(value, call=name, fix=fix)
+
+    def _check_default(self, default: ast.expr) -> None:
+        if not (isinstance(default, ast.Constant) and default.value == "nccl") or in_backend_switch(
+                self.ctx, self._switches):
+            return
+        edit = replace_in_literal(self.ctx, default, "nccl", "hccl")
+        fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'", edit) if edit is not None else None
+        self.report(default, message="the option's default backend 'nccl' does not exist on Ascend: use 'hccl'",
+                    fix=fix)
