@@ -209,13 +209,15 @@ def test_asc602_bound_backend_is_fixed_where_bound_unsafely():
 def test_asc602_option_default_is_fixed_and_choices_are_left():
     src = """
         import argparse
+        import torch
         import torch_npu
 
         parser = argparse.ArgumentParser()
         parser.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"])
+        torch.distributed.init_process_group(backend=parser.parse_args().dist_backend)
     """
     (f,) = found(src, "ASC602")
-    assert f.line == 6 and "default backend 'nccl'" in f.message
+    assert f.line == 7 and "default 'nccl' of the backend option `dist_backend`" in f.message
     assert '"hccl", choices=["nccl", "gloo"]' in apply(src, f)
 
 

@@ -295,6 +295,28 @@ def uses_npu(nodes: List[ast.AST]) -> bool:
     return False
 
 
+def npu_sibling(ctx: FileContext, if_node: ast.AST) -> bool:
+    """Is the `if` statement `if_node` (on the stack) next to an `if` that tests for the NPU: two halves of one
+    dispatch (`if 'npu' in d: torch.npu.set_device(d)` then `if 'cuda' in d: torch.cuda.set_device(d)`)?"""
+    stack = ctx.stack
+    at = next((i for i, n in enumerate(stack) if n is if_node), None)
+    if at is None:
+        return False
+    parent = stack[at - 1] if at else ctx.tree
+    bodies = [getattr(parent, name, None) or [] for name in ("body", "orelse", "finalbody")]
+    bodies += [h.body for h in getattr(parent, "handlers", None) or ()]
+    for body in bodies:
+        for i, stmt in enumerate(body):
+            if stmt is if_node:
+                return any(isinstance(n, ast.If) and npu_polarity(n.test) == 1 for n in body[max(i - 1, 0):i + 2])
+    return False
+
+
+def names_other_backend(nodes: List[ast.AST]) -> bool:
+    """Do these expressions or statements name another backend in a string (`'GPU'`, `'gpu'`, `'rocm'`)?"""
+    return any(_words(sub)[0] & OTHER_STRING_WORDS and _words(sub)[1] for node in nodes for sub in ast.walk(node))
+
+
 def _moves(nodes: List[ast.AST], method: str) -> bool:
     """Does every statement (or expression) of a branch move an object with `.<method>(...)` (`m.cuda()`,
     `x = x.to(device)`, `return m.cuda()`)?"""
@@ -345,7 +367,7 @@ def in_backend_switch(ctx: FileContext, cache: Dict, within: Optional[ast.AST] =
             return True
         if _names_cuda(if_node.test) and _other_branch_uses_npu(if_node, in_else):  # `if args.cuda: .. else: m.npu()`
             return True
-        if port and moves_alike(if_node.body, if_node.orelse):
+        if port and (moves_alike(if_node.body, if_node.orelse) or npu_sibling(ctx, if_node)):
             return True
     if (not port and _module_probe(ctx)) or _in_feature_code(ctx, cache):
         return True

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict
+from typing import Dict, Optional, Set
 
 from ascend_lint.rule import Applicability, Docs, Rule
 from ascend_lint.semantic import argument
@@ -24,8 +24,10 @@ class NcclBackend(Rule):
     docs = Docs(
         summary="The `nccl` distributed backend in NPU code, where `hccl` is the backend.",
         what="Flags `torch.distributed.init_process_group` and `new_group` called with the `'nccl'` backend "
-             "(keyword or positional, or through a local name bound to `'nccl'`), and a command-line option "
-             "whose default is `'nccl'` (`parser.add_argument('--dist-backend', default='nccl')`), in NPU code.",
+             "(keyword or positional, or through a local name bound to `'nccl'`), and the `'nccl'` default of a "
+             "command-line option whose value the file passes as the backend (`parser.add_argument("
+             "'--dist-backend', default='nccl')` with `init_process_group(backend=args.dist_backend)`), in NPU "
+             "code.",
         why="NCCL is NVIDIA's collective library; on Ascend the collective backend is HCCL, registered by "
             "torch_npu as `'hccl'`. Initialising with `'nccl'` fails on an Ascend host unless "
             "`transfer_to_npu` rewrites it at run time.",
@@ -58,7 +60,12 @@ class NcclBackend(Rule):
         "import torch_npu\nimport torch\ndef setup():\n    backend = 'nccl'\n"
         "    torch.distributed.init_process_group(backend=backend)",
         "import torch_npu\nimport torch.distributed as dist\ng = dist.new_group(ranks, backend='nccl')",
-        "import torch_npu\nparser.add_argument('--dist-backend', default='nccl', type=str)",
+        "import torch_npu\nimport torch.distributed as dist\n"
+        "parser.add_argument('--dist-backend', default='nccl', type=str)\n"
+        "dist.init_process_group(backend=args.dist_backend)",
+        "import torch_npu\nimport torch.distributed as dist\ndef main(args):\n"
+        "    dist.init_process_group(backend=args.backend)\n"
+        "def parse():\n    parser.add_argument('-b', '--backend', default='nccl')",
     )
     clean = (
         "import torch.distributed as dist\ndist.init_process_group(backend='nccl')",  # no NPU context
@@ -71,16 +78,23 @@ class NcclBackend(Rule):
         "import torch_npu\nimport torch.distributed as dist\nif dist.get_backend() == 'nccl':\n    pass",
         "import torch_npu\nparser.add_argument('--dist-backend', default='hccl', choices=['nccl', 'hccl'])",
         "parser.add_argument('--dist-backend', default='nccl')",  # no NPU context
+        # an option the file never passes as the backend (a launcher passes `--dist-backend hccl`, or nothing)
+        "import torch_npu\nparser.add_argument('--dist-backend', default='nccl', type=str)",
     )
 
     def __init__(self, ctx, options=None) -> None:
         super().__init__(ctx, options)
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
+        self._defaults: Dict[str, ast.expr] = {}  # option name -> its 'nccl' default (not in a backend switch)
+        self._passed: Set[str] = set()  # attribute names passed as the backend (`backend=args.dist_backend`)
 
     def visit_Call(self, node: ast.Call) -> None:
         option = option_default(node)
         if option is not None:  # `parser.add_argument('--dist-backend', default='nccl')`
-            self._check_default(option[1])
+            default, dest = option[1], _dest(node)
+            if isinstance(default, ast.Constant) and default.value == "nccl" and dest \
+                    and not in_backend_switch(self.ctx, self._switches):
+                self._defaults[dest] = default
             return
         func = node.func
         qual = self.ctx.qualname(func)
@@ -96,6 +110,8 @@ class NcclBackend(Rule):
         value = argument(node, "backend", BACKEND_CALLS[name])
         if value is None:
             return
+        if isinstance(value, ast.Attribute) and not in_backend_switch(self.ctx, self._switches):
+            self._passed.add(value.attr)
         literal = value
         if isinstance(value, ast.Name):
             bound = self.ctx.binding_before(value.id, value)
@@ -113,11 +129,23 @@ class NcclBackend(Rule):
                           edit, changes_results=literal is not value)
         self.report(value, call=name, fix=fix)
 
-    def _check_default(self, default: ast.expr) -> None:
-        if not (isinstance(default, ast.Constant) and default.value == "nccl") or in_backend_switch(
-                self.ctx, self._switches):
-            return
-        edit = replace_in_literal(self.ctx, default, "nccl", "hccl")
-        fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'", edit) if edit is not None else None
-        self.report(default, message="the option's default backend 'nccl' does not exist on Ascend: use 'hccl'",
-                    fix=fix)
+    def end_file(self) -> None:
+        """The 'nccl' default of an option whose value the file passes as the backend (in any order)."""
+        for dest, default in self._defaults.items():
+            if dest not in self._passed:
+                continue
+            edit = replace_in_literal(self.ctx, default, "nccl", "hccl")
+            fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'", edit) if edit is not None else None
+            self.report(default, message=f"the default 'nccl' of the backend option `{dest}` does not exist on "
+                                         "Ascend: use 'hccl'", fix=fix)
+
+
+def _dest(call: ast.Call) -> Optional[str]:
+    """The attribute an `add_argument` call stores to: `dest=`, else its first long option (`--dist-backend`
+    -> `dist_backend`), else its positional name."""
+    for kw in call.keywords:
+        if kw.arg == "dest":
+            return kw.value.value if isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str) else None
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    long = [n for n in names if n.startswith("--")] or [n for n in names if not n.startswith("-")]
+    return long[0].lstrip("-").replace("-", "_") if long else None

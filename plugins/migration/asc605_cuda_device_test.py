@@ -6,8 +6,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
 
-from ._common import (cuda_device_string, in_backend_switch, later_tests, moves_alike, names_npu, npu_fix,
-                      npu_polarity, source, uses_npu, uses_torch)
+from ._common import (cuda_device_string, cuda_only_names, in_backend_switch, later_tests, moves_alike, names_npu,
+                      names_other_backend, npu_fix, npu_polarity, npu_sibling, source, uses_npu, uses_torch)
 from .device_tests import DeviceTest, device_subject, device_test, readable_twice
 
 # What the CUDA side of a test switches on, by the names it uses (for the message).
@@ -46,20 +46,28 @@ class CudaDeviceTest(Rule):
             "`_fused_adamw_` kernel that `torch.optim.AdamW(fused=True)` calls, registered by Ascend's "
             "op-plugin), so the CUDA path is the one to take on the NPU too.",
         known_problems="Silent where the test has an NPU twin: the test itself names the NPU (`'cuda' in d or "
-                       "'npu' in d`), an `elif` tests for the NPU, or the other branch or arm uses it (`if "
-                       "d.type == 'cuda': torch.cuda.synchronize() else: torch.npu.synchronize()`) or moves "
-                       "the same objects with `.to(...)` where the CUDA side uses `.cuda()` (`model.cuda() if "
-                       "d.type == 'cuda' else model.to(d)`, right on the NPU as it is); on the "
-                       "non-NPU side of an enclosing NPU test; in code of a CUDA-only library or feature; where "
+                       "'npu' in d`), an `elif` or the `if` right before or after it tests for the NPU, or the "
+                       "other branch or arm uses it (`if d.type == 'cuda': torch.cuda.synchronize() else: "
+                       "torch.npu.synchronize()`) or moves the same objects with `.to(...)` where the CUDA side "
+                       "uses `.cuda()` (`model.cuda() if d.type == 'cuda' else model.to(d)`, right on the NPU as "
+                       "it is); where the test or its CUDA side names another backend in a string (`return "
+                       "'GPU'`: a device-name mapping); on the non-NPU side of an enclosing NPU test; in code of "
+                       "a CUDA-only library or feature, or where the CUDA side calls a name imported from one "
+                       "(`amp_C.multi_tensor_l2norm`); in an `assert`; where "
                        "the test decides a `map_location` (a checkpoint restored to the CPU is correct on the "
                        "NPU too); where the CUDA side only raises, exits or warns (a check of the device, not a "
                        "path); inside a branch that only runs on the CPU (`if device == 'cpu':`). A value that "
                        "does not say it holds a device (`backend == 'cuda'`, `'cuda' in torch.__version__`, "
                        "`name.startswith('cuda')`) is not taken for one. `torch.cuda.is_available()` deciding "
                        "a path is ASC603's (its fix, `torch.npu.is_available()`, keeps the path on). A path "
-                       "that turns on on the NPU is still CUDA's: `fused=True` suits `AdamW` (Ascend's "
-                       "op-plugin registers `_fused_adamw_`), while `Adam` and `SGD` have no fused kernel "
-                       "there; use torch_npu's `NpuFused*` optimizers for those (ASC301).",
+                       "that turns on on the NPU is still CUDA's, and the fix cannot tell whether all of it "
+                       "suits the NPU: `fused=True` does for `AdamW` (Ascend's op-plugin registers "
+                       "`_fused_adamw_`), not for `Adam` or `SGD` (no `_fused_adam_` / `_fused_sgd_` there; use "
+                       "torch_npu's `NpuFused*` optimizers, ASC301), and a CUDA side that calls `torch.cuda` "
+                       "APIs or `.cuda()` needs ASC603/ASC601 next (the README's porting steps run them after "
+                       "this rule). In multi-backend libraries a list such as `('cuda', 'xpu')` can leave the "
+                       "NPU out on purpose (a path for a CUDA/XPU-only package): that is why the rule is in "
+                       "preview.",
         example="""
             import torch
 
@@ -126,6 +134,16 @@ class CudaDeviceTest(Rule):
         # the other side moves the same objects with `.to(device)`, which serves the NPU as well
         "import torch_npu\nmodel = model.cuda() if device.type == 'cuda' else model.to(device)",
         "import torch_npu\nif x.is_cuda:\n    y = y.cuda()\nelse:\n    y = y.to(x.device)",
+        # two halves of one dispatch; another backend's name; a CUDA-only library's kernel
+        "import torch_npu\nimport torch\nif 'npu' in args.device:\n    torch.npu.set_device(args.device)\n"
+        "if 'cuda' in args.device:\n    torch.cuda.set_device(args.device)",
+        "import torch_npu\ndef ms_device(device_str):\n    if device_str.startswith('cuda'):\n        return 'GPU'\n"
+        "    return 'CPU'",
+        "import torch_npu\ntry:\n    from amp_C import multi_tensor_l2norm\nexcept ImportError:\n    pass\n"
+        "if device.type == 'cuda':\n    norm = multi_tensor_l2norm(2048, flag, [grads], False)",
+        "import torch_npu\nassert device_type == 'cuda' or device_type is None, 'needs CUDA'",
+        "import torch_npu\nif device.type == 'cuda' and not p2p_ok():\n    if 'NCCL_P2P_DISABLE' not in env:\n"
+        "        raise NotImplementedError('set NCCL_P2P_DISABLE')",
         # 'cuda' in a string that is not a device
         "import torch_npu\nimport torch\nif 'cuda' in torch.__version__:\n    pass",
         "import torch_npu\nif name.startswith('cuda'):\n    pass",
@@ -193,14 +211,22 @@ class CudaDeviceTest(Rule):
         return None
 
     def _npu_arm(self, top: ast.expr, parent: Optional[ast.AST], holds: bool) -> bool:
-        """Does the test have an NPU twin: an `elif` for the NPU, or an other side that uses it?"""
+        """Does the test have an NPU twin (an `elif` or a neighbouring `if` for the NPU, an other side that uses
+        it), or is its CUDA side another backend's or a CUDA-only library's (`return 'GPU'`, `amp_C` kernels)?"""
+        if names_other_backend([top]):  # `tensor_device == 'gpu' and new_device == 'cuda'`
+            return True
         sides = self._sides(top, parent, holds)
         if sides is None:
             return False
-        if isinstance(parent, ast.If) and any(npu_polarity(t) == 1 for t in later_tests(parent)):
+        if isinstance(parent, ast.If) and (any(npu_polarity(t) == 1 for t in later_tests(parent))
+                                           or npu_sibling(self.ctx, parent)):
             return True
-        return uses_npu(sides[1]) or any(names_npu(n) for n in sides[1] if isinstance(n, ast.expr)) \
-            or moves_alike(*sides)
+        if uses_npu(sides[1]) or any(names_npu(n) for n in sides[1] if isinstance(n, ast.expr)) \
+                or moves_alike(*sides) or names_other_backend(sides[0]):
+            return True
+        optional = cuda_only_names(self.ctx)
+        return bool(optional) and any(isinstance(n, ast.Name) and n.id in optional
+                                      for node in sides[0] for n in ast.walk(node))
 
     def _no_path(self, top: ast.expr, parent: Optional[ast.AST], holds: bool) -> bool:
         """Is the test no choice of path for the NPU: it decides a `map_location`, its CUDA side only reports
@@ -217,6 +243,8 @@ class CudaDeviceTest(Rule):
                 break
             elif isinstance(node, ast.stmt):
                 break
+        if isinstance(parent, ast.Assert):  # `assert device_type == 'cuda' or ..., 'needs CUDA'`
+            return True
         sides = self._sides(top, parent, holds)
         if isinstance(parent, ast.If) and sides is not None and sides[0] and all(map(_reports_only, sides[0])):
             return True
@@ -350,6 +378,8 @@ def _reports_only(stmt: ast.stmt) -> bool:
     """`raise ...`, `sys.exit(...)`, `warnings.warn(...)`, `logger.error(...)`, `print(...)`, `assert ...`."""
     if isinstance(stmt, (ast.Raise, ast.Assert)):
         return True
+    if isinstance(stmt, ast.If):  # `if "NCCL_P2P_DISABLE" not in os.environ: raise ...`
+        return all(map(_reports_only, stmt.body + stmt.orelse))
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         func = stmt.value.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
