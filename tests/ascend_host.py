@@ -168,7 +168,8 @@ def run_script(text: str, path: str, call: str, *args: Any) -> Host:
             return host.module(name, fromlist)
         return real_import(name, globals, locals, fromlist, level)
 
-    namespace: Dict[str, Any] = {"__name__": "ported", "__builtins__": {**vars(builtins), "__import__": emulated_import}}
+    namespace: Dict[str, Any] = {"__name__": "ported",
+                                 "__builtins__": {**vars(builtins), "__import__": emulated_import}}
     exec(compile(text, path, "exec"), namespace)
     namespace[call](*args)
     return host

@@ -47,9 +47,10 @@ class NcclBackend(Rule):
         """,
         fix_safety="The string literal `'nccl'` is replaced by `'hccl'` (quote style kept); `'hccl'` is "
                    "registered by torch_npu. Where the backend is a local name, the literal it is bound to is "
-                   "replaced, an unsafe fix (whatever else reads the name sees `'hccl'` too); a backend read from elsewhere (`args.dist_backend`) is fixed at the option's "
-                   "default, and one from anywhere else is reported without a fix. An option's `choices` are "
-                   "left as they are: add `'hccl'` to them by hand. " + NPU_FIX_SAFETY,
+                   "replaced, an unsafe fix (whatever else reads the name sees `'hccl'` too); a backend read "
+                   "from a command-line option (`args.dist_backend`) is fixed at the option's default, and one "
+                   "from anywhere else is reported without a fix. An option's `choices` are left as they are: "
+                   "add `'hccl'` to them by hand. " + NPU_FIX_SAFETY,
         source="Ascend PyTorch migration guide (manual migration: `backend='nccl'` -> `'hccl'`); "
                "torch_npu/contrib/transfer_to_npu.py (automatic migration patches init_process_group).",
     )

@@ -45,29 +45,29 @@ class CudaDeviceTest(Rule):
             "(`torch.autocast('npu')`, `torch.amp.GradScaler('npu')`, pinned memory for NPU copies, and the "
             "`_fused_adamw_` kernel that `torch.optim.AdamW(fused=True)` calls, registered by Ascend's "
             "op-plugin), so the CUDA path is the one to take on the NPU too.",
-        known_problems="Silent where the test has an NPU twin: the test itself names the NPU (`'cuda' in d or "
-                       "'npu' in d`), an `elif` or the `if` right before or after it tests for the NPU, or the "
-                       "other branch or arm uses it (`if d.type == 'cuda': torch.cuda.synchronize() else: "
-                       "torch.npu.synchronize()`) or moves the same objects with `.to(...)` where the CUDA side "
-                       "uses `.cuda()` (`model.cuda() if d.type == 'cuda' else model.to(d)`, right on the NPU as "
-                       "it is); where the test or its CUDA side names another backend in a string (`return "
-                       "'GPU'`: a device-name mapping); on the non-NPU side of an enclosing NPU test; in code of "
-                       "a CUDA-only library or feature, or where the CUDA side calls a name imported from one "
-                       "(`amp_C.multi_tensor_l2norm`); in an `assert`; where "
-                       "the test decides a `map_location` (a checkpoint restored to the CPU is correct on the "
-                       "NPU too); where the CUDA side only raises, exits or warns (a check of the device, not a "
-                       "path); inside a branch that only runs on the CPU (`if device == 'cpu':`). A value that "
-                       "does not say it holds a device (`backend == 'cuda'`, `'cuda' in torch.__version__`, "
-                       "`name.startswith('cuda')`) is not taken for one. `torch.cuda.is_available()` deciding "
-                       "a path is ASC603's (its fix, `torch.npu.is_available()`, keeps the path on). A path "
-                       "that turns on on the NPU is still CUDA's, and the fix cannot tell whether all of it "
-                       "suits the NPU: `fused=True` does for `AdamW` (Ascend's op-plugin registers "
-                       "`_fused_adamw_`), not for `Adam` or `SGD` (no `_fused_adam_` / `_fused_sgd_` there; use "
-                       "torch_npu's `NpuFused*` optimizers, ASC301), and a CUDA side that calls `torch.cuda` "
-                       "APIs or `.cuda()` needs ASC603/ASC601 next (the README's porting steps run them after "
-                       "this rule). In multi-backend libraries a list such as `('cuda', 'xpu')` can leave the "
-                       "NPU out on purpose (a path for a CUDA/XPU-only package): that is why the rule is in "
-                       "preview.",
+        known_problems="Silent where the test has an NPU twin: the test itself names the NPU (`'cuda' in d or 'npu' "
+                       "in d`), an `elif` or the `if` right before or after it tests for the NPU, or the other "
+                       "branch or arm uses it (`if d.type == 'cuda': torch.cuda.synchronize() else: "
+                       "torch.npu.synchronize()`) or moves the same objects with `.to(...)` where the CUDA side uses"
+                       " `.cuda()` (`model.cuda() if d.type == 'cuda' else model.to(d)`, right on the NPU as it is);"
+                       " where the test or its CUDA side names another backend in a string (`return 'GPU'`: a "
+                       "device-name mapping); on the non-NPU side of an enclosing NPU test; in code of a CUDA-only "
+                       "library or feature, or where the CUDA side calls a name imported from one "
+                       "(`amp_C.multi_tensor_l2norm`); in an `assert`; where the test decides a `map_location` (a "
+                       "checkpoint restored to the CPU is correct on the NPU too); where the CUDA side only raises, "
+                       "exits or warns (a check of the device, not a path), or the other side only raises "
+                       "`NotImplementedError` (a CUDA-only kernel); inside a branch that only runs on the CPU (`if "
+                       "device == 'cpu':`). A value that does not say it holds a device (`backend == 'cuda'`, "
+                       "`'cuda' in torch.__version__`, `name.startswith('cuda')`) is not taken for one. "
+                       "`torch.cuda.is_available()` deciding a path is ASC603's (its fix, "
+                       "`torch.npu.is_available()`, keeps the path on). A path that turns on on the NPU is still "
+                       "CUDA's, and the fix cannot tell whether all of it suits the NPU: `fused=True` does for "
+                       "`AdamW` (Ascend's op-plugin registers `_fused_adamw_`), not for `Adam` or `SGD` (no "
+                       "`_fused_adam_` / `_fused_sgd_` there; use torch_npu's `NpuFused*` optimizers, ASC301), and a"
+                       " CUDA side that calls `torch.cuda` APIs or `.cuda()` needs ASC603/ASC601 next (the README's "
+                       "porting steps run them after this rule). In multi-backend libraries a list such as `('cuda',"
+                       " 'xpu')` can leave the NPU out on purpose (a path for a CUDA/XPU-only package): that is why "
+                       "the rule is in preview.",
         example="""
             import torch
 
@@ -142,6 +142,8 @@ class CudaDeviceTest(Rule):
         "import torch_npu\ntry:\n    from amp_C import multi_tensor_l2norm\nexcept ImportError:\n    pass\n"
         "if device.type == 'cuda':\n    norm = multi_tensor_l2norm(2048, flag, [grads], False)",
         "import torch_npu\nassert device_type == 'cuda' or device_type is None, 'needs CUDA'",
+        "import torch_npu\ndef backward(ctx, grad):\n    if not grad.is_cuda:\n        raise NotImplementedError\n"
+        "    return deform_conv_cuda.backward(grad)",
         "import torch_npu\nif device.type == 'cuda' and not p2p_ok():\n    if 'NCCL_P2P_DISABLE' not in env:\n"
         "        raise NotImplementedError('set NCCL_P2P_DISABLE')",
         # 'cuda' in a string that is not a device
@@ -159,6 +161,7 @@ class CudaDeviceTest(Rule):
         # after the fix: nothing left to report
         "import torch_npu\ndevice_type = 'npu' if 'npu' in device else ('cuda' if 'cuda' in device else 'cpu')",
         "import torch_npu\nif (x.is_cuda or x.is_npu):\n    pass",
+        "import torch\nimport torch_npu\nis_cuda_property = torch.Tensor.is_cuda",
     )
 
     def __init__(self, ctx, options=None) -> None:
@@ -179,6 +182,8 @@ class CudaDeviceTest(Rule):
         test = device_test(node)
         if test is None or not uses_torch(self.ctx):
             return
+        if test.kind == "is_cuda" and self.ctx.qualname(test.subject) is not None:
+            return  # `torch.Tensor.is_cuda`: the property itself, not a test of a tensor
         top, parent, holds = self._top()
         if names_npu(top) or self._npu_arm(top, parent, holds) or self._no_path(top, parent, holds) \
                 or in_backend_switch(self.ctx, self._switches, within=top):
@@ -248,6 +253,8 @@ class CudaDeviceTest(Rule):
         sides = self._sides(top, parent, holds)
         if isinstance(parent, ast.If) and sides is not None and sides[0] and all(map(_reports_only, sides[0])):
             return True
+        if isinstance(parent, ast.If) and sides is not None and sides[1] and all(map(_not_implemented, sides[1])):
+            return True  # `if not x.is_cuda: raise NotImplementedError`: only a CUDA kernel exists
         return any(_cpu_side(if_node.test, in_else) for if_node, in_else in self.ctx.ifs)
 
     def _what(self, top: ast.expr, parent: Optional[ast.AST], holds: bool) -> str:
@@ -385,6 +392,14 @@ def _reports_only(stmt: ast.stmt) -> bool:
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         return name in ERROR_CALLS
     return False
+
+
+def _not_implemented(stmt: ast.stmt) -> bool:
+    """`raise NotImplementedError(...)`: the other side says there is no implementation but CUDA's."""
+    if not isinstance(stmt, ast.Raise) or stmt.exc is None:
+        return False
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
 def _cpu_side(test: ast.expr, in_else: bool) -> bool:
