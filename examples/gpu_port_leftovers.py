@@ -3,7 +3,8 @@
 `import torch_npu` was added and the input path already uses the device object, but the rest of the
 script still speaks CUDA. Without `torch_npu.contrib.transfer_to_npu` these names fail or do nothing on
 Ascend; ascend-lint's migration pack (ASC6xx) lists each one, and `--fix` rewrites most of them
-(`.cuda()` -> `.npu()`, 'nccl' -> 'hccl', `torch.cuda.X` -> `torch.npu.X`, tf32 -> hf32).
+(`.cuda()` -> `.npu()`, 'nccl' -> 'hccl', `torch.cuda.X` -> `torch.npu.X`, tf32 -> hf32, and a test of the
+device that only accepts 'cuda' accepts 'npu' too).
 """
 import argparse
 import os
@@ -25,7 +26,7 @@ torch.backends.cuda.matmul.allow_tf32 = True  # expect: ASC604
 torch.backends.cudnn.allow_tf32 = True  # expect: ASC604
 
 
-def build_loader(root, batch_size, train):
+def build_loader(root, batch_size, train, device):
     if train:
         tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip()])
     else:
@@ -34,7 +35,7 @@ def build_loader(root, batch_size, train):
                              transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
     data = torchvision.datasets.ImageFolder(root, tf)
     return DataLoader(data, batch_size=batch_size, sampler=DistributedSampler(data, shuffle=train),
-                      num_workers=8, pin_memory=True, drop_last=train)
+                      num_workers=8, pin_memory=device.type == "cuda", drop_last=train)  # expect: ASC605
 
 
 def setup(rank, world_size):
@@ -86,8 +87,8 @@ def main_worker(rank, world_size, args):
     criterion = nn.CrossEntropyLoss().cuda()  # expect: ASC601
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)  # expect: ASC301
     scaler = torch.cuda.amp.GradScaler()  # expect: ASC603
-    train_loader = build_loader(os.path.join(args.data, "train"), args.batch_size, train=True)
-    val_loader = build_loader(os.path.join(args.data, "val"), args.batch_size, train=False)
+    train_loader = build_loader(os.path.join(args.data, "train"), args.batch_size, train=True, device=device)
+    val_loader = build_loader(os.path.join(args.data, "val"), args.batch_size, train=False, device=device)
     for epoch in range(args.epochs):
         train_loader.sampler.set_epoch(epoch)
         train_one_epoch(model, train_loader, criterion, optimizer, scaler, device, epoch)

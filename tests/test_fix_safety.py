@@ -199,7 +199,8 @@ def _tool(*args):
     return [sys.executable, "-m", *args]
 
 
-@pytest.mark.parametrize("name", ["unported_script.py", "train_utils.py", "gpu_port_train.py"])
+@pytest.mark.parametrize("name", ["unported_script.py", "train_utils.py", "gpu_port_train.py", "port_nanogpt.py",
+                                  "port_dispatch.py", "port_cuda_probe.py"])
 def test_inserted_and_kept_imports_survive_ruff_fix_and_flake8(tmp_path, name):
     pytest.importorskip("ruff")
     shutil.copy(PROGRAMS / name, tmp_path / name)

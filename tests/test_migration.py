@@ -9,11 +9,11 @@ import pytest
 
 from ascend_lint.rule import Applicability
 from ascend_lint_plugins.migration.twins import TWINS, lookup
-from conftest import lint
+from conftest import codes, lint
 
 
-def found(src, code):
-    return [f for f in lint(src, select=[code]) if f.code == code]
+def found(src, code, **kwargs):
+    return [f for f in lint(src, select=[code], **kwargs) if f.code == code]
 
 
 def apply(src, finding):
@@ -227,7 +227,7 @@ def test_asc602_forms_and_fix(line):
     assert "hccl" in out and "nccl" not in out
 
 
-def test_asc602_bound_backend_is_reported_without_fix():
+def test_asc602_bound_backend_is_fixed_where_bound_unsafely():
     src = """
         import torch.distributed as dist
         import torch_npu
@@ -237,7 +237,24 @@ def test_asc602_bound_backend_is_reported_without_fix():
             dist.init_process_group(backend=backend, rank=rank)
     """
     (f,) = found(src, "ASC602")
-    assert f.fix is None and f.line == 7
+    assert f.line == 7 and f.fix.applicability == Applicability.UNSAFE  # other reads of `backend` change too
+    (edit,) = f.fix.edits
+    assert edit.span.line == 6 and edit.text == '"hccl"'
+
+
+def test_asc602_option_default_is_fixed_and_choices_are_left():
+    src = """
+        import argparse
+        import torch
+        import torch_npu
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"])
+        torch.distributed.init_process_group(backend=parser.parse_args().dist_backend)
+    """
+    (f,) = found(src, "ASC602", target="npu")
+    assert f.line == 7 and "default 'nccl' of the backend option `dist_backend`" in f.message
+    assert '"hccl", choices=["nccl", "gloo"]' in apply(src, f)
 
 
 def test_asc602_rebinding_is_followed():
@@ -609,3 +626,19 @@ def test_function_probing_the_npu_still_reports_unguarded_leftovers():
 def test_polarity_of_npu_tests(test, flagged):
     src = f"import torch\nimport torch_npu\nif {test}:\n    pass\nelse:\n    loc = 'cuda:{{}}'.format(gpu)\n"
     assert bool(found(src, "ASC601")) is flagged
+
+
+@pytest.mark.parametrize("source,code", [
+    ("import torch_npu\nimport torch.distributed as dist\n"
+     "parser.add_argument('--dist-backend', default='nccl', type=str)\n"
+     "dist.init_process_group(backend=args.dist_backend)", "ASC602"),
+    ("import torch_npu\nimport torch.distributed as dist\ndef main(args):\n"
+     "    dist.init_process_group(backend=args.backend)\n"
+     "def parse():\n    parser.add_argument('-b', '--backend', default='nccl')", "ASC602"),
+    ("import torch_npu\nparser.add_argument('--device', default='cuda', help='cuda or cpu')", "ASC601"),
+])
+def test_option_defaults_are_reported_when_porting_only(source, code):
+    """A 'cuda' / 'nccl' option default is a leftover once every file is declared NPU code (--target npu);
+    elsewhere launch scripts often pass the NPU value, so it is not reported."""
+    assert code in codes(source, select=[code], target="npu")
+    assert code not in codes(source, select=[code])

@@ -116,7 +116,9 @@ class HostToDeviceCopyInForward(Rule):
                    "class through `self.`) that only read the parameter receiving it. Any other callee refuses "
                    "the fix: a submodule (`self.act(t)` may be an in-place ReLU), an imported helper, "
                    "`list(t)` (its rows are views). The finding stays.",
-        source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (domain-notes.md, case 1).",
+        source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (\"[Pytorch] ShufflenetV2模型迁移--昇腾910"
+               "训练场景性能调优记录分享\", Huawei Cloud community, https://bbs.huaweicloud.com/blogs/204633); "
+               "`torch.nn.Module.register_buffer` (PyTorch API docs).",
     )
     flagged = (
         # the ShuffleNetV2 index, and every move spelling

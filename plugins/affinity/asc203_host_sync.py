@@ -74,8 +74,9 @@ class HostSyncInStepLoop(Rule):
                     print(f"step {step} loss {total.item() / (step + 1):.4f}")
         """,
         fix_safety="No fix: where the value is needed, and how often, depends on the script.",
-        source="CANN 7.0 large-model training guide, \"减少同步接口调用\" (PT_LMTMOG_000080); torch_npu "
-               "`set_sync_debug_mode` (research/ascend-api-facts.md sections 4 and 10).",
+        source="CANN 7.0 large-model training guide, \"减少同步接口调用\" (https://www.hiascend.com/document/detail/"
+               "zh/canncommercial/700/foundmodeldev/foundmodeltrain/PT_LMTMOG_000080.html); torch_npu "
+               "`torch_npu.npu.set_sync_debug_mode` (torch_npu/npu/utils.py in Ascend/pytorch).",
     )
     flagged = (
         "import torch\nfor x, y in loader:\n    loss = model(x.npu()).sum()\n    loss.backward()\n    optimizer.step()\n"

@@ -51,8 +51,8 @@ class LaunchBlocking(Rule):
         fix_safety="Unsafe: the fix deletes the statement (a block left empty gets `pass`; an `os` import it "
                    "was the last use of goes too); the setting may be there on purpose while an operator error "
                    "is being chased. No fix for an `os.environ.update(...)` that also sets other variables.",
-        source="Ascend msprof-analyze advisor, synchronize rule (`synchronize.yaml`); see "
-               "research/ascend-api-facts.md section 10.",
+        source="Ascend msprof-analyze advisor, synchronize rule "
+               "(msprof_analyze/advisor/rules/en/synchronize.yaml in Ascend/msprof-analyze).",
     )
     flagged = (
         'import os\nimport torch_npu\nos.environ["ASCEND_LAUNCH_BLOCKING"] = "1"',

@@ -18,8 +18,8 @@ class FusedTwin:
     required: Tuple[str, ...] = ()  # parameters the fused class requires (no default)
 
 
-# torch.optim class -> fused twin. Signatures from torch_npu/optim/npu_fused_*.py (see
-# research/ascend-api-facts.md section 1); torch's positional order is a prefix-compatible superset.
+# torch.optim class -> fused twin. Signatures from torch_npu/optim/npu_fused_*.py (Ascend/pytorch);
+# torch's positional order is a prefix-compatible superset.
 FUSED_TWINS: Dict[str, FusedTwin] = {
     "SGD": FusedTwin("NpuFusedSGD", ("params", "lr", "momentum", "dampening", "weight_decay", "nesterov"), ("lr",)),
     "Adam": FusedTwin("NpuFusedAdam", ("params", "lr", "betas", "eps", "weight_decay", "amsgrad")),

@@ -10,6 +10,8 @@ from ascend_lint.analysis.semantic import FileContext
 
 from .._safety import called_name as _called_name, failure_caught
 
+from .device_tests import device_test
+
 
 # The part of every migration rule's "Known problems" that explains what is not a leftover.
 NOT_LEFTOVERS = (
@@ -27,7 +29,12 @@ NOT_LEFTOVERS = (
     "a probe assigned inside a function is still reported, once, where it is assigned); CUDA-only feature "
     "branches: code inside a `try:` that imports an optional package, and code under a test of a name such a "
     "`try` binds (`if FusedAdam is not None:`, `if HAS_FLASH_ATTN:`) or of a name that says it is a fused/CUDA "
-    "kernel feature (`fused_adam_cls is not None and torch.cuda.is_available()`)."
+    "kernel feature (`fused_adam_cls is not None and torch.cuda.is_available()`). With `--target npu` (a port, "
+    "every file declared NPU code), a test that only accepts CUDA (`device.type == 'cuda'`, `'cuda' in device`, "
+    "`x.is_cuda`: ASC605 reports the test itself) and a variable or module-level name holding a CUDA probe "
+    "(`USE_CUDA = torch.cuda.is_available()`) no longer make the code under them deliberate: a branch with no "
+    "NPU arm is what the port must change. A branch whose other side moves the same objects with `.to(...)` "
+    "(`model.cuda() if device.type == 'cuda' else model.to(device)`) still has one."
 )
 
 
@@ -135,15 +142,23 @@ def npu_polarity(test: ast.expr) -> int:
     return 1
 
 
-def dispatches_elsewhere(node: ast.AST) -> bool:
+def porting(ctx: FileContext) -> bool:
+    """Has the user declared every file NPU code (`--target npu`)? Then a test that only accepts CUDA is no
+    backend switch: a branch with no NPU arm is what the port must change."""
+    return ctx.target == "npu"
+
+
+def dispatches_elsewhere(node: ast.AST, cuda_tests: bool = True) -> bool:
     """Does a condition select a non-NPU backend explicitly: the device in use (`x.device.type == 'cuda'`,
     `x.is_cuda`, `'cuda' in device`), a GPU vendor or CUDA-only library (`is_nvidia`, `is_xformers_available()`,
-    `dev.startswith('GPU')`), or a GPU capability probe (`is_torch_bf16_gpu_available()`)?"""
+    `dev.startswith('GPU')`), or a GPU capability probe (`is_torch_bf16_gpu_available()`)? With
+    `cuda_tests=False` (porting), a test of the device that only accepts CUDA (ASC605's) does not count."""
     for sub in ast.walk(node):  # a bounded look at one test or conditional expression
         if isinstance(sub, ast.Compare) and any(
-                isinstance(c, ast.Constant) and cuda_device_string(c.value) for c in [sub.left, *sub.comparators]):
+                isinstance(c, ast.Constant) and cuda_device_string(c.value) for c in [sub.left, *sub.comparators]) \
+                and (cuda_tests or device_test(sub) is None):
             return True
-        if isinstance(sub, ast.Attribute) and sub.attr == "is_cuda":
+        if isinstance(sub, ast.Attribute) and sub.attr == "is_cuda" and cuda_tests:
             return True
         if isinstance(sub, ast.Call) and GPU_PROBE_RE.fullmatch(_called_name(sub)):
             return True
@@ -153,7 +168,7 @@ def dispatches_elsewhere(node: ast.AST) -> bool:
     return False
 
 
-def _later_tests(if_node: ast.If) -> Iterator[ast.expr]:
+def later_tests(if_node: ast.If) -> Iterator[ast.expr]:
     """The tests of the `elif` branches after `if_node` (not of an `if` nested in an `else:` block)."""
     node = if_node.orelse[0] if len(if_node.orelse) == 1 else None
     while isinstance(node, ast.If) and node.col_offset == if_node.col_offset:  # `elif` sits at the `if` column
@@ -265,9 +280,14 @@ def _names_cuda(test: ast.expr) -> bool:
 def _other_branch_uses_npu(if_node: ast.If, in_else: bool) -> bool:
     """The other branch of this `if` moves work to the NPU (`.npu()`, `torch.npu.*`, an 'npu' device): this
     branch is the CUDA side of a switch."""
-    other = if_node.body if in_else else if_node.orelse
-    for stmt in other:
-        for sub in ast.walk(stmt):  # a bounded look at one branch
+    return uses_npu(if_node.body if in_else else if_node.orelse)
+
+
+def uses_npu(nodes: List[ast.AST]) -> bool:
+    """Do these statements (or expressions) move work to the NPU (`.npu()`, `torch.npu.*`, `torch_npu.*`, an
+    'npu' device)?"""
+    for node in nodes:
+        for sub in ast.walk(node):  # a bounded look at one branch
             if isinstance(sub, ast.Attribute) and (sub.attr == "npu" or (
                     isinstance(sub.value, ast.Name) and sub.value.id == "torch_npu")):
                 return True
@@ -275,6 +295,44 @@ def _other_branch_uses_npu(if_node: ast.If, in_else: bool) -> bool:
                     sub.value == "npu" or sub.value.startswith("npu:")):
                 return True
     return False
+
+
+def npu_sibling(ctx: FileContext, if_node: ast.AST) -> bool:
+    """Is the `if` statement `if_node` (on the stack) next to an `if` that tests for the NPU: two halves of one
+    dispatch (`if 'npu' in d: torch.npu.set_device(d)` then `if 'cuda' in d: torch.cuda.set_device(d)`)?"""
+    stack = ctx.stack
+    at = next((i for i, n in enumerate(stack) if n is if_node), None)
+    if at is None:
+        return False
+    parent = stack[at - 1] if at else ctx.tree
+    bodies = [getattr(parent, name, None) or [] for name in ("body", "orelse", "finalbody")]
+    bodies += [h.body for h in getattr(parent, "handlers", None) or ()]
+    for body in bodies:
+        for i, stmt in enumerate(body):
+            if stmt is if_node:
+                return any(isinstance(n, ast.If) and npu_polarity(n.test) == 1 for n in body[max(i - 1, 0):i + 2])
+    return False
+
+
+def names_other_backend(nodes: List[ast.AST]) -> bool:
+    """Do these expressions or statements name another backend in a string (`'GPU'`, `'gpu'`, `'rocm'`)?"""
+    return any(_words(sub)[0] & OTHER_STRING_WORDS and _words(sub)[1] for node in nodes for sub in ast.walk(node))
+
+
+def _moves(nodes: List[ast.AST], method: str) -> bool:
+    """Does every statement (or expression) of a branch move an object with `.<method>(...)` (`m.cuda()`,
+    `x = x.to(device)`, `return m.cuda()`)?"""
+    for node in nodes:
+        value = node.value if isinstance(node, (ast.Expr, ast.Assign, ast.Return)) else node
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == method):
+            return False
+    return bool(nodes)
+
+
+def moves_alike(side: List[ast.AST], other: List[ast.AST]) -> bool:
+    """One side moves objects with `.cuda()` and the other moves them with `.to(...)`, which serves the NPU
+    as well (`model.cuda() if device.type == 'cuda' else model.to(device)`): a switch with an NPU-capable arm."""
+    return (_moves(side, "cuda") and _moves(other, "to")) or (_moves(side, "to") and _moves(other, "cuda"))
 
 
 def _module_probe(ctx: FileContext) -> bool:
@@ -289,27 +347,35 @@ def _module_probe(ctx: FileContext) -> bool:
     return False
 
 
-def in_backend_switch(ctx: FileContext, cache: Dict) -> bool:
+def in_backend_switch(ctx: FileContext, cache: Dict, within: Optional[ast.AST] = None) -> bool:
     """Is the current node CUDA code on purpose? Yes on the non-NPU side of a condition that names the NPU
     (`if is_npu: ... else: <here>`, `if "cuda" in d: <here> elif "npu" in d: ...`, `x.npu() if npu else
     <here>`), under a condition that selects another backend explicitly (`dispatches_elsewhere`), or, in a
     function that probes for an NPU, under (or inside) a CUDA availability check: the GPU fallback of a
-    device search. Never inside an NPU branch (`if device.type == "npu": torch.cuda.set_device(device)`)."""
+    device search. Never inside an NPU branch (`if device.type == "npu": torch.cuda.set_device(device)`).
+    When porting (`--target npu`), a branch with no NPU arm is no switch: under a test that only accepts
+    CUDA, or a variable holding a CUDA probe, CUDA code is a leftover. `within`: judge the expression
+    `within` (one of the current node's ancestors), i.e. only what encloses it."""
+    port = porting(ctx)
     for if_node, in_else in reversed(ctx.ifs):
         polarity = npu_polarity(if_node.test)
         if polarity == (-1 if in_else else 1):
             return False  # inside the NPU branch: CUDA code here is a leftover for sure
-        if polarity or dispatches_elsewhere(if_node.test):
+        if polarity or dispatches_elsewhere(if_node.test, cuda_tests=not port):
             return True
-        if not in_else and (_held_probe(ctx, if_node.test) or _feature_test(ctx, if_node.test)):
+        if not in_else and ((not port and _held_probe(ctx, if_node.test)) or _feature_test(ctx, if_node.test)):
             return True  # (the `else:` of such a test is the ordinary path)
-        if not in_else and any(npu_polarity(t) == 1 for t in _later_tests(if_node)):
+        if not in_else and any(npu_polarity(t) == 1 for t in later_tests(if_node)):
             return True
         if _names_cuda(if_node.test) and _other_branch_uses_npu(if_node, in_else):  # `if args.cuda: .. else: m.npu()`
             return True
-    if _module_probe(ctx) or _in_feature_code(ctx, cache):
+        if port and (moves_alike(if_node.body, if_node.orelse) or npu_sibling(ctx, if_node)):
+            return True
+    if (not port and _module_probe(ctx)) or _in_feature_code(ctx, cache):
         return True
     stack = ctx.stack
+    if within is not None:
+        stack = stack[: next((i for i, n in enumerate(stack) if n is within), len(stack) - 1) + 1]
     if in_backend_table(stack):
         return True
     for i, node in enumerate(stack[:-1]):
@@ -318,9 +384,15 @@ def in_backend_switch(ctx: FileContext, cache: Dict) -> bool:
             polarity = npu_polarity(node.test)
             if polarity == (1 if child is node.body else -1):
                 return False
-            if polarity or dispatches_elsewhere(node.test) or (child is node.body and _held_probe(ctx, node.test)):
+            if polarity or dispatches_elsewhere(node.test, cuda_tests=not port):
                 return True
-        elif isinstance(node, ast.BoolOp) and (dispatches_elsewhere(node) or _feature_test(ctx, node)):
+            if child is node.body and not port and _held_probe(ctx, node.test):
+                return True
+            if port and (uses_npu([node.orelse if child is node.body else node.body])
+                         or moves_alike([node.body], [node.orelse])):
+                return True  # `x.cuda() if x.is_cuda else x.npu()`: the other arm is the NPU's
+        elif isinstance(node, ast.BoolOp) and (dispatches_elsewhere(node, cuda_tests=not port)
+                                               or _feature_test(ctx, node)):
             return True
         elif isinstance(node, ast.Try) and child in node.body and ctx.function is None \
                 and _bound_names_any(node, cuda_only_names(ctx)):
@@ -406,6 +478,19 @@ def checks_for_npu(ctx: FileContext, func: ast.AST) -> bool:
         elif isinstance(sub, ast.ImportFrom) and (sub.module or "").split(".")[0] == "torch_npu":
             return True
     return False
+
+
+def option_default(call: ast.Call) -> Optional[Tuple[FrozenSet[str], ast.expr]]:
+    """For a command-line option, `parser.add_argument('--dist-backend', default='nccl')`: the words of its
+    names ({'dist', 'backend'}) and its default."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "add_argument"):
+        return None
+    default = next((kw.value for kw in call.keywords if kw.arg == "default"), None)
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if default is None or not names:
+        return None
+    return frozenset(w for n in names for w in _WORD_RE.findall(n.lower())), default
 
 
 def cuda_device_string(value: object) -> bool:

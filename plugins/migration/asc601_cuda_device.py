@@ -7,11 +7,14 @@ from ascend_lint.rule import Applicability, Docs, Edit, Rule
 from ascend_lint.analysis.semantic import argument, constant
 
 from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, dispatches_elsewhere, gpu_fallback,
-                      in_backend_switch, names_npu, npu_fix, npu_polarity, replace_in_literal, source, uses_torch)
+                      in_backend_switch, names_npu, npu_fix, npu_polarity, option_default, replace_in_literal,
+                      source, uses_torch)
 from ._flow import DeviceFlow
 
 # Keyword arguments that take a device.
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type"})
+# Words of a command-line option that takes a device (`--device`, `--device-type`, `--accelerator`).
+DEVICE_OPTION_WORDS = frozenset({"device", "accelerator"})
 # Calls whose first positional argument is a device (or device type).
 DEVICE_CALLS = frozenset({
     "torch.device", "torch.autocast", "torch.amp.autocast", "torch.amp.GradScaler", "torch.set_default_device",
@@ -31,8 +34,9 @@ class CudaDevice(Rule):
         summary="CUDA device placement left over after a GPU-to-NPU port.",
         what="Flags CUDA device placement left over after a GPU to NPU port: `.cuda(...)` calls, "
              "`torch.device('cuda...')`, `'cuda'`/`'cuda:N'` strings passed as a device (`device=`, "
-             "`map_location=`, `device_type=`, `.to('cuda')`, `torch.autocast('cuda')`) or assigned to a "
-             "`*device*` name, and `'cuda:{}'.format(...)` / `f'cuda:{rank}'` device strings.",
+             "`map_location=`, `device_type=`, `.to('cuda')`, `torch.autocast('cuda')`), assigned to a "
+             "`*device*` name or (under `--target npu`, when porting) given as the default of a `--device` option "
+             "(`parser.add_argument('--device', default='cuda')`), and `'cuda:{}'.format(...)` / `f'cuda:{rank}'` device strings.",
         why="Without `torch_npu.contrib.transfer_to_npu` nothing maps CUDA to the NPU: `.cuda()` and "
             "`'cuda'` devices fail on an Ascend host (no CUDA driver), or silently keep the work on the CPU "
             "when the code falls back. The manual port replaces `torch.device('cuda:N')` with `'npu:N'` and "
@@ -86,6 +90,8 @@ class CudaDevice(Rule):
         "import torch\nx = y.to('npu')\nz = w.cuda()",
     )
     clean = (
+        # an option default is reported only when porting (`--target npu`, tests/test_migration.py)
+        "import torch_npu\nparser.add_argument('--device', default='cuda', help='cuda or cpu')",
         "model = model.cuda()",  # no NPU context
         "import torch_npu\nfrom torch_npu.contrib import transfer_to_npu\nmodel = model.cuda()",
         "import torch_npu\nmodel = model.npu()",
@@ -104,6 +110,8 @@ class CudaDevice(Rule):
         "import torch, torch_npu\nDEVICES = {'cuda': 'cuda:0', 'npu': 'npu:0'}",
         "import torch, torch_npu\nDEVICES = dict(cuda=torch.device('cuda:0'), npu=torch.device('npu:0'))",
         "import torch, torch_npu\nDEVICES = [('cuda', torch.device('cuda:0')), ('npu', torch.device('npu:0'))]",
+        "import torch_npu\nparser.add_argument('--backend-kind', default='cuda')",  # not a device option
+        "import torch_npu\nparser.add_argument('--device', default='npu')",
     )
 
     def __init__(self, ctx, options=None) -> None:
@@ -121,6 +129,10 @@ class CudaDevice(Rule):
             fmt = constant(func.value)
             if isinstance(fmt, str) and fmt.startswith("cuda:{") and fmt.endswith("}") and fmt.count("{") == 1:
                 self._report_string(func.value, f"`{fmt!r}.format(...)`")
+            return
+        option = option_default(node) if self.ctx.target == "npu" else None  # (when porting: see ASC602)
+        if option is not None and option[0] & DEVICE_OPTION_WORDS:  # `add_argument('--device', default='cuda')`
+            self._check_plain(option[1])
             return
         qual = self.ctx.qualname(func)
         if qual in DEVICE_CALLS or (isinstance(func, ast.Attribute) and func.attr == "to" and qual is None):

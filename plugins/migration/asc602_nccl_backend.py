@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict
+from typing import Dict, Optional, Set
 
 from ascend_lint.rule import Applicability, Docs, Rule
 from ascend_lint.analysis.semantic import argument
 
-from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, replace_in_literal
+from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, option_default, replace_in_literal
 
 # torch.distributed calls with a `backend` argument: name -> position of `backend`.
 BACKEND_CALLS = {"init_process_group": 0, "new_group": 2}
@@ -24,7 +24,10 @@ class NcclBackend(Rule):
     docs = Docs(
         summary="The `nccl` distributed backend in NPU code, where `hccl` is the backend.",
         what="Flags `torch.distributed.init_process_group` and `new_group` called with the `'nccl'` backend "
-             "(keyword or positional, or through a local name bound to `'nccl'`) in NPU code.",
+             "(keyword or positional, or through a local name bound to `'nccl'`), and (under `--target npu`, when "
+             "porting: launch scripts often pass the NPU value) the `'nccl'` default of a command-line option whose value the file passes as the backend (`parser.add_argument("
+             "'--dist-backend', default='nccl')` with `init_process_group(backend=args.dist_backend)`), in NPU "
+             "code.",
         why="NCCL is NVIDIA's collective library; on Ascend the collective backend is HCCL, registered by "
             "torch_npu as `'hccl'`. Initialising with `'nccl'` fails on an Ascend host unless "
             "`transfer_to_npu` rewrites it at run time.",
@@ -43,8 +46,11 @@ class NcclBackend(Rule):
             dist.init_process_group(backend="hccl", rank=rank, world_size=world_size)
         """,
         fix_safety="The string literal `'nccl'` is replaced by `'hccl'` (quote style kept); `'hccl'` is "
-                   "registered by torch_npu. A backend read from a variable is reported without a fix. "
-                   + NPU_FIX_SAFETY,
+                   "registered by torch_npu. Where the backend is a local name, the literal it is bound to is "
+                   "replaced, an unsafe fix (whatever else reads the name sees `'hccl'` too); a backend read "
+                   "from a command-line option (`args.dist_backend`) is fixed at the option's default, and one "
+                   "from anywhere else is reported without a fix. An option's `choices` are left as they are: "
+                   "add `'hccl'` to them by hand. " + NPU_FIX_SAFETY,
         source="Ascend PyTorch migration guide (manual migration: `backend='nccl'` -> `'hccl'`); "
                "torch_npu/contrib/transfer_to_npu.py (automatic migration patches init_process_group).",
     )
@@ -65,13 +71,32 @@ class NcclBackend(Rule):
         "dist.init_process_group(backend='hccl' if is_npu else 'nccl')",
         "import torch_npu\nimport torch.distributed as dist\ndist.init_process_group(backend=args.backend)",
         "import torch_npu\nimport torch.distributed as dist\nif dist.get_backend() == 'nccl':\n    pass",
+        "import torch_npu\nparser.add_argument('--dist-backend', default='hccl', choices=['nccl', 'hccl'])",
+        "parser.add_argument('--dist-backend', default='nccl')",  # no NPU context
+        # an option the file never passes as the backend (a launcher passes `--dist-backend hccl`, or nothing)
+        "import torch_npu\nparser.add_argument('--dist-backend', default='nccl', type=str)",
+        # an option default is reported only when porting (`--target npu`, tests/test_migration.py): launch
+        # scripts often pass `--dist-backend hccl`
+        "import torch_npu\nimport torch.distributed as dist\n"
+        "parser.add_argument('--dist-backend', default='nccl', type=str)\n"
+        "dist.init_process_group(backend=args.dist_backend)",
     )
 
     def __init__(self, ctx, options=None) -> None:
         super().__init__(ctx, options)
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
+        self._defaults: Dict[str, ast.expr] = {}  # option name -> its 'nccl' default (not in a backend switch)
+        self._passed: Set[str] = set()  # attribute names passed as the backend (`backend=args.dist_backend`)
 
     def visit_Call(self, node: ast.Call) -> None:
+        option = option_default(node) if self.ctx.target == "npu" else None
+        if option is not None:  # `parser.add_argument('--dist-backend', default='nccl')`, when porting (--target npu):
+            # elsewhere launch scripts often pass `--dist-backend hccl` (16 of 16 such findings DEBATABLE on tuning)
+            default, dest = option[1], _dest(node)
+            if isinstance(default, ast.Constant) and default.value == "nccl" and dest \
+                    and not in_backend_switch(self.ctx, self._switches):
+                self._defaults[dest] = default
+            return
         func = node.func
         qual = self.ctx.qualname(func)
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -86,6 +111,8 @@ class NcclBackend(Rule):
         value = argument(node, "backend", BACKEND_CALLS[name])
         if value is None:
             return
+        if isinstance(value, ast.Attribute) and not in_backend_switch(self.ctx, self._switches):
+            self._passed.add(value.attr)
         literal = value
         if isinstance(value, ast.Name):
             bound = self.ctx.binding_before(value.id, value)
@@ -96,9 +123,30 @@ class NcclBackend(Rule):
             return
         if in_backend_switch(self.ctx, self._switches):
             return
+        edit = replace_in_literal(self.ctx, literal, "nccl", "hccl")  # (at the binding for a local name)
         fix = None
-        if literal is value:
-            edit = replace_in_literal(self.ctx, value, "nccl", "hccl")
-            if edit is not None:
-                fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'", edit)
+        if edit is not None:  # other reads of a bound name see 'hccl' too: unsafe there
+            fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'" + ("" if literal is value else " where it is bound"),
+                          edit, changes_results=literal is not value)
         self.report(value, call=name, fix=fix)
+
+    def end_file(self) -> None:
+        """The 'nccl' default of an option whose value the file passes as the backend (in any order)."""
+        for dest, default in self._defaults.items():
+            if dest not in self._passed:
+                continue
+            edit = replace_in_literal(self.ctx, default, "nccl", "hccl")
+            fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'", edit) if edit is not None else None
+            self.report(default, message=f"the default 'nccl' of the backend option `{dest}` does not exist on "
+                                         "Ascend: use 'hccl'", fix=fix)
+
+
+def _dest(call: ast.Call) -> Optional[str]:
+    """The attribute an `add_argument` call stores to: `dest=`, else its first long option (`--dist-backend`
+    -> `dist_backend`), else its positional name."""
+    for kw in call.keywords:
+        if kw.arg == "dest":
+            return kw.value.value if isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str) else None
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    long = [n for n in names if n.startswith("--")] or [n for n in names if not n.startswith("-")]
+    return long[0].lstrip("-").replace("-", "_") if long else None

@@ -32,7 +32,9 @@ def _same(*names: str, note: str = "", fails: bool = False) -> Dict[str, Twin]:
 
 TWINS: Dict[str, Twin] = {
     # devices and initialisation (torch_npu/npu/__init__.py, utils.py; API list: supported)
-    **_same("is_available", "is_initialized", "device_count", "device", "device_of", "is_bf16_supported"),
+    **_same("is_initialized", "device_count", "device", "device_of", "is_bf16_supported"),
+    **_same("is_available", note="it is False on an Ascend host, so what it turns on (autocast, pinned memory, "
+                                 "a fused optimizer) stays off there"),
     **_same("init", "set_device", "current_device", "get_device_name", "get_device_properties", "synchronize",
             "can_device_access_peer", "ipc_collect", "utilization", "current_blas_handle", fails=True),
     # streams and events (torch_npu/npu/streams.py, utils.py)
