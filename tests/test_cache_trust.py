@@ -505,7 +505,7 @@ def test_the_warning_names_the_directory_and_is_given_once(tmp_path, monkeypatch
     code, _out, err = run(capsys, "--cache-dir", "shared", ".")
     assert code == 1
     assert err == (f"warning: the cache directory is not used (the run goes on without it): {tmp_path / 'shared'}: "
-                   "every user can write it; remove it or choose another with --cache-dir\n")
+                   "every user can write it; remove it, or choose another with --cache-dir or the cache-dir setting\n")
     assert os.listdir(tmp_path / "shared") == []
 
 
@@ -545,3 +545,19 @@ def test_a_run_with_an_unreadable_cache_directory_goes_on(tmp_path):
     linter = Linter(RULES, Settings(project_root=str(tmp_path), preview=True))
     results = runner.lint_targets(linter, [Target(str(path), False)], cache=cache)
     assert [f.code for f in results[0].findings] == ["ASC101"]
+
+
+def test_a_file_linted_again_after_a_stat_hit_keeps_its_recorded_stat(tmp_path, trusted_stat):
+    """(The lint after a stat hit, when the project model's answers changed: the stat the hit confirmed
+    is recorded again, so the next run is not made to re-hash the file.)"""
+    path = tmp_path / "m.py"
+    path.write_text(BAD)
+    st_ = os.stat(path)
+    cache = ResultCache(str(tmp_path / "c"), "k" * 64)
+    assert cache.lookup(str(path), st_) is None
+    cache.store(str(path), content_hash(BAD.encode()), st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns + 1, [])
+    cache.save()
+    again = ResultCache(cache.directory, cache.key)
+    assert again.lookup(str(path), os.stat(path)) is not None
+    again.store(str(path), content_hash(BAD.encode()), st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns + 1, [])
+    assert again._shards.get(os.path.abspath(path))[2] == st_.st_mtime_ns

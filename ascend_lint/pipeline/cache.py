@@ -34,7 +34,7 @@ import re
 import sys
 import time
 from dataclasses import asdict
-from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type
+from typing import AbstractSet, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type
 
 from .. import __version__
 from ..analysis.summary import SUMMARY_SCHEMA
@@ -67,7 +67,6 @@ NOT_IN_KEY = frozenset({
 Entry = List[Any]
 Stamp = Tuple[int, int, int, int]  # (size, mtime_ns, ctime_ns, inode)
 INT_BOUND = 2 ** 63
-_SHA = re.compile(r"[0-9a-f]{64}\Z")
 _RUN_FOLDER = re.compile(r"[0-9a-f]{32}\Z")
 _SHARD_FILE = re.compile(r"(\.[0-9a-f]{2}\.json\..+\.tmp|[0-9a-f]{2}\.json)\Z", re.S)
 _MODEL_FILE = re.compile(r"model-[0-9a-f]{32}\.json\Z")
@@ -192,33 +191,55 @@ def _ints(values: Any, n: int) -> List[int]:
 
 def _well_formed(entry: Any) -> bool:
     """The framing of a result entry (see Entry); the findings are checked when decoded."""
-    return (isinstance(entry, list) and len(entry) == 8 and isinstance(entry[0], str) and bool(_SHA.match(entry[0]))
-            and _are_ints(entry[1], entry[2], entry[6], entry[7]) and isinstance(entry[3], list)
-            and _deps_framed(entry[4]) and isinstance(entry[5], list) and all(isinstance(n, str) for n in entry[5]))
+    if type(entry) is not list or len(entry) != 8:
+        return False
+    sha, size, mtime, findings, deps, notes, ctime, inode = entry
+    return _is_sha(sha) and _stat_ints(size, mtime, ctime, inode) and type(findings) is list and _deps_framed(deps) \
+        and type(notes) is list and (not notes or all(type(n) is str for n in notes))
 
 
 def _deps_framed(deps: Any) -> bool:
     """Deps as the cache frames them: a list of [question, ..., answer] lists (analysis.view.replay checks
     the questions and answers)."""
-    return isinstance(deps, list) and all(isinstance(d, list) and len(d) >= 2 and isinstance(d[0], str) for d in deps)
+    if type(deps) is not list:
+        return False
+    for dep in deps:
+        if type(dep) is not list or len(dep) < 2 or type(dep[0]) is not str:
+            return False
+    return True
 
 
-def _are_ints(*values: Any) -> bool:
-    return all(type(v) is int and 0 <= v < INT_BOUND for v in values)
+def _is_sha(value: Any) -> bool:
+    return type(value) is str and len(value) == 64 and not value.strip("0123456789abcdef")
+
+
+def _stat_ints(a: Any, b: Any, c: Any, d: Any) -> bool:
+    """Four ints in [0, 2**63) (bools are not ints here)."""
+    return type(a) is type(b) is type(c) is type(d) is int \
+        and 0 <= a < INT_BOUND and 0 <= b < INT_BOUND and 0 <= c < INT_BOUND and 0 <= d < INT_BOUND
 
 
 # ----------------------------------------------------------------------------- the stat check
-def stamp_of(st: os.stat_result) -> Stamp:
+def _same_stat(st: os.stat_result, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> bool:
+    """Does `st` show the stat recorded for a file (git's fields; mtime 0: none recorded, re-hash)?"""
+    return mtime_ns != 0 and st.st_mtime_ns == mtime_ns and st.st_size == size and st.st_ctime_ns == ctime_ns \
+        and st.st_ino == inode
+
+
+def _stamp(st: os.stat_result) -> Stamp:
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
-def _trusted_stamp(before: Optional[Stamp], size: int, mtime_ns: int, read_ns: int) -> Optional[Stamp]:
-    """The stat taken before a file was read, if it may spare re-hashing the file later (git's index rule):
-    the read saw the same size and mtime, and neither the mtime nor the ctime is within RACY_NS of the
-    read. Any later change of the file then shows in its stat: a write or `utime` sets a newer ctime, a
-    replacement (`cp -p`, `rsync -a`, `tar x`) also a new inode."""
-    if before is None or before[0] != size or before[1] != mtime_ns or max(before[1], before[2]) + RACY_NS >= read_ns:
-        return None
+def _to_record(before: Optional[Stamp], size: int, mtime_ns: int, read_ns: int) -> Stamp:
+    """The stat to record for bytes of this size and mtime read at `read_ns`: the stat taken before the
+    read (`before`), if the read saw its size and mtime and neither its mtime nor its ctime is within
+    RACY_NS of the read (git's index rule, on the ctime too); else (size, 0, 0, 0), re-hash next time.
+    Any later change of the file shows in its stat: a write or `utime` sets a newer ctime, a replacement
+    (`cp -p`, `rsync -a`, `tar x`) a new inode as well. A stat recorded earlier will do as `before`: if
+    the file changed since, its stat no longer matches it."""
+    if before is None or before[0] != size or before[1] != mtime_ns or before[1] == 0 \
+            or max(before[1], before[2]) + RACY_NS >= read_ns:
+        return size, 0, 0, 0
     return before
 
 
@@ -236,7 +257,7 @@ def _plain_name(name: Any) -> bool:
 
 def _listing_entry(value: Any) -> bool:
     """Is `value` a well-formed discovery.Listing entry (see Listing.dirs)?"""
-    return isinstance(value, list) and len(value) == 7 and _are_ints(value[0]) \
+    return isinstance(value, list) and len(value) == 7 and type(value[0]) is int and value[0] >= 0 \
         and isinstance(value[1], list) and all(_plain_name(n) for n in value[1]) \
         and isinstance(value[2], list) and all(_plain_name(n) for n in value[2]) \
         and (value[3] is None or isinstance(value[3], list)) and isinstance(value[5], list) \
@@ -258,13 +279,16 @@ def _fit(entries: Dict[str, Any], limit: int) -> Dict[str, Any]:
 
 
 class _Shards:
-    """A map split over shard files that are loaded on first use and rewritten only when changed
-    (`enabled` False: an untrusted directory, nothing is read or written)."""
+    """A map split over shard files that are loaded on first use and rewritten only when changed. Values
+    that `valid` refuses are dropped as a shard is read (`enabled` False: an untrusted directory, nothing is
+    read or written)."""
 
-    def __init__(self, folder: str, header: Dict[str, Any], shards: int, enabled: bool = True) -> None:
+    def __init__(self, folder: str, header: Dict[str, Any], shards: int, valid: Callable[[Any], bool],
+                 enabled: bool = True) -> None:
         self.folder = folder
         self.header = header  # must match for a shard to be read (schema, key)
         self.shards = shards
+        self.valid = valid
         self.enabled = enabled
         self.loaded: Dict[str, Dict[str, Any]] = {}
         self.stats: Dict[str, Optional[Identity]] = {}
@@ -277,23 +301,27 @@ class _Shards:
     def shard(self, key: str) -> str:
         return _shard_of(key, self.shards)
 
-    def _read(self, shard: str) -> Tuple[Optional[Dict[str, Any]], Optional[Identity]]:
-        """(entries, identity) of a shard file; entries None when it is missing, refused or foreign."""
+    def _read(self, shard: str) -> Tuple[Optional[Dict[str, Any]], Optional[Identity], bool]:
+        """(valid entries, identity, whether some were dropped) of a shard file; entries None when it is
+        missing, refused or foreign."""
         data, stat = read_json(self.path(shard), SHARD_BYTES)
-        ours = isinstance(data, dict) and all(data.get(k) == v for k, v in self.header.items()) \
-            and isinstance(data.get("entries"), dict)
-        return (data["entries"] if ours else None), stat
+        if not (isinstance(data, dict) and all(data.get(k) == v for k, v in self.header.items())
+                and isinstance(data.get("entries"), dict)):
+            return None, stat, False
+        entries = data["entries"]
+        bad = [k for k, v in entries.items() if not self.valid(v)]
+        for key in bad:  # (in place: a copy made the GC's full passes of a warm run 40 % slower)
+            del entries[key]
+        return entries, stat, bool(bad)
 
     def _load(self, shard: str) -> Dict[str, Any]:
         entries = self.loaded.get(shard)
         if entries is None:
-            entries, stat = self._read(shard) if self.enabled else (None, None)
+            found, stat, dropped = self._read(shard) if self.enabled else (None, None, False)
             self.stats[shard] = stat
-            if entries is None:
-                entries = {}
-                if stat is not None:
-                    self.dirty.add(shard)  # corrupt, too large, too deep or foreign: rewrite it
-            self.loaded[shard] = entries
+            if dropped or (found is None and stat is not None):
+                self.dirty.add(shard)  # corrupt, too large, too deep, foreign or with malformed entries: rewrite
+            entries = self.loaded[shard] = found if found is not None else {}
         return entries
 
     def get(self, key: str) -> Any:
@@ -325,7 +353,7 @@ class _Shards:
             return
         for shard in sorted(self.dirty):
             entries = self.loaded[shard]
-            theirs, stat = self._read(shard)
+            theirs, stat, _ = self._read(shard)
             if stat != self.stats.get(shard) and theirs is not None:
                 mine = self.touched.get(shard, set())
                 for key, value in theirs.items():
@@ -378,9 +406,9 @@ class ResultCache:
         self.fixing = fixing
         self.folder = os.path.join(directory, f"v{SCHEMA}", key[:32])
         header = {"schema": SCHEMA, "key": self.key}
-        self._shards = _Shards(self.folder, header, SHARDS, _trusted(directory, self.folder))
+        self._shards = _Shards(self.folder, header, SHARDS, _well_formed, _trusted(directory, self.folder))
         self.seen: set = set()  # absolute paths looked up or stored in this run
-        self._before: Dict[str, Stamp] = {}  # absolute path -> its stat when looked up (before it was read)
+        self._before: Dict[str, Stamp] = {}  # absolute path -> its stat when a lookup missed (before it was read)
 
     @classmethod
     def open(cls, settings: Settings, rules: Sequence[Type[Rule]], fingerprint: str,
@@ -397,12 +425,13 @@ class ResultCache:
         """Every entry on disk and in memory (reads every shard: for tests and tools, not for runs)."""
         return self._shards.all()
 
-    def entry(self, path: str) -> Optional[Entry]:
-        """A file's entry if it is well framed and usable by this run."""
-        key = os.path.abspath(path)
+    def entry(self, path: str, key: Optional[str] = None) -> Optional[Entry]:
+        """A file's entry (`key`: its absolute path) if it is usable by this run (shards hold only well
+        framed entries)."""
+        key = key or os.path.abspath(path)
         self.seen.add(key)
         entry = self._shards.get(key)
-        if not _well_formed(entry) or (self.fixing and any(_has_fix(f) for f in entry[3])):
+        if entry is None or (self.fixing and any(_has_fix(f) for f in entry[3])):
             return None
         return entry
 
@@ -437,10 +466,10 @@ class ResultCache:
 
         A None here is not yet a miss: the caller reads the file and asks `lookup_hash`.
         """
-        stamp = stamp_of(st)
-        self._before[os.path.abspath(path)] = stamp
-        entry = self.entry(path)
-        if entry is None or entry[2] == 0 or (entry[1], entry[2], entry[6], entry[7]) != stamp:
+        key = os.path.abspath(path)
+        entry = self.entry(path, key)
+        if entry is None or not _same_stat(st, entry[1], entry[2], entry[6], entry[7]):
+            self._before[key] = _stamp(st)
             return None
         return self._decode(entry, path)
 
@@ -469,9 +498,17 @@ class ResultCache:
         `read_ns`; ctime and inode from the stat `lookup` was given)."""
         key = os.path.abspath(path)
         self.seen.add(key)
-        stamp = _trusted_stamp(self._before.get(key), size, mtime_ns, read_ns) or (size, 0, 0, 0)
-        self._shards.put(key, [sha, size, stamp[1], [encode_finding(f) for f in findings],
-                               deps if deps is not None else [], list(notes), stamp[2], stamp[3]])
+        _size, mtime, ctime, inode = _to_record(self._before_read(key), size, mtime_ns, read_ns)
+        self._shards.put(key, [sha, size, mtime, [encode_finding(f) for f in findings],
+                               deps if deps is not None else [], list(notes), ctime, inode])
+
+    def _before_read(self, key: str) -> Optional[Stamp]:
+        """The stat `lookup` was given when it missed, else the one recorded (a stat hit confirmed it)."""
+        before = self._before.get(key)
+        if before is None:
+            entry = self._shards.get(key)
+            before = (entry[1], entry[2], entry[6], entry[7]) if entry is not None else None
+        return before
 
     def notes_of(self, path: str) -> Tuple[str, ...]:
         """The notes stored with a file's entry (after a hit)."""
@@ -482,11 +519,11 @@ class ResultCache:
         """A hash hit on an entry whose stat was stale or racy: trust the new stat from now on."""
         key = os.path.abspath(path)
         entry = self._shards.get(key)
-        if not _well_formed(entry):
+        if entry is None:
             return
-        stamp = _trusted_stamp(self._before.get(key), size, mtime_ns, read_ns) or (size, 0, 0, 0)
-        if (entry[1], entry[2], entry[6], entry[7]) != stamp:
-            self._shards.put(key, entry[:1] + [size, stamp[1]] + entry[3:6] + [stamp[2], stamp[3]])
+        _size, mtime, ctime, inode = _to_record(self._before_read(key), size, mtime_ns, read_ns)
+        if (entry[1], entry[2], entry[6], entry[7]) != (size, mtime, ctime, inode):
+            self._shards.put(key, entry[:1] + [size, mtime] + entry[3:6] + [ctime, inode])
 
 
 def _has_fix(finding: Any) -> bool:
@@ -507,8 +544,8 @@ def project_store_dir(settings: Settings, root: str, precision: bool = True) -> 
 
 def _index_entry(value: Any) -> bool:
     """[size, mtime_ns (0: re-hash), sha256 hex, shape, ctime_ns, inode]"""
-    return isinstance(value, list) and len(value) == 6 and _are_ints(value[0], value[1], value[4], value[5]) \
-        and isinstance(value[2], str) and bool(_SHA.match(value[2])) and isinstance(value[3], str)
+    return type(value) is list and len(value) == 6 and _stat_ints(value[0], value[1], value[4], value[5]) \
+        and _is_sha(value[2]) and type(value[3]) is str
 
 
 def _summary_framed(value: Any) -> bool:
@@ -528,8 +565,9 @@ class ProjectStore:
         header = {"schema": PROJECT_SCHEMA, "version": __version__}
         self.index: Dict[str, List[Any]] = {}
         self._index_dirty = False
-        self._before: Dict[str, Stamp] = {}  # relpath -> its stat when the index was asked (before it was read)
-        self._summaries = _Shards(os.path.join(folder, "summaries"), header, SUMMARY_SHARDS, self.enabled)
+        self._before: Dict[str, Stamp] = {}  # relpath -> its stat when stat_entry missed (before it was read)
+        self._summaries = _Shards(os.path.join(folder, "summaries"), header, SUMMARY_SHARDS, _summary_framed,
+                                  self.enabled)
         self._listing: Any = None  # discovery.Listing, read on first use
         self._load_index()
 
@@ -559,10 +597,9 @@ class ProjectStore:
     def stat_entry(self, relpath: str, st: os.stat_result) -> Optional[Tuple[str, str]]:
         """(content hash, shape) recorded for a file whose size, mtime, ctime and inode have not changed
         (racy: None)."""
-        stamp = stamp_of(st)
-        self._before[relpath] = stamp
         entry = self.index.get(relpath)
-        if entry is None or entry[1] == 0 or (entry[0], entry[1], entry[4], entry[5]) != stamp:
+        if entry is None or not _same_stat(st, entry[0], entry[1], entry[4], entry[5]):
+            self._before[relpath] = _stamp(st)
             return None
         return entry[2], entry[3]
 
@@ -572,16 +609,17 @@ class ProjectStore:
         return (entry[2], entry[3]) if entry is not None else None
 
     def summary(self, sha: str) -> Optional[Dict[str, Any]]:
-        value = self._summaries.get(sha)
-        return value if _summary_framed(value) else None
+        return self._summaries.get(sha)
 
     def put(self, relpath: str, size: int, mtime_ns: int, read_ns: int, sha: str,
             summary: Optional[Dict[str, Any]], shape: str) -> None:
         """Record a file's stat, hash and shape, and its complete summary (ctime and inode from the stat
-        `stat_entry` was given)."""
-        stamp = _trusted_stamp(self._before.get(relpath), size, mtime_ns, read_ns) or (size, 0, 0, 0)
-        entry = [size, stamp[1], sha, shape, stamp[2], stamp[3]]
-        if self.index.get(relpath) != entry:
+        `stat_entry` was given when it missed, else from the stat recorded)."""
+        old = self.index.get(relpath)
+        before = self._before.get(relpath) or ((old[0], old[1], old[4], old[5]) if old is not None else None)
+        _size, mtime, ctime, inode = _to_record(before, size, mtime_ns, read_ns)
+        entry = [size, mtime, sha, shape, ctime, inode]
+        if old != entry:
             self.index[relpath] = entry
             self._index_dirty = True
         if summary is not None and summary.get("light") is False and self._summaries.get(sha) is None:

@@ -29,9 +29,9 @@ FILE_BYTES = 512 * 1024 * 1024  # its project index is 5.1 MB, its model 5.8 MB
 
 Identity = Tuple[int, int, int]  # (size, mtime_ns, inode): did another run replace the file since?
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_INNERMOST = re.compile(rb"\[\]|\{\}")
-_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STRING = re.compile(rb'"[^"]*"')  # (once escapes are gone)
+_BRACKETS = bytes.maketrans(b"{}", b"[]")  # (in text json.loads accepts, the kinds match: one kind will do)
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
 _READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
     | getattr(os, "O_BINARY", 0)
 _warned: Set[str] = set()
@@ -39,14 +39,20 @@ _warned: Set[str] = set()
 
 # ----------------------------------------------------------------------------- JSON
 def nests_within(raw: bytes, limit: int) -> bool:
-    """Do the brackets of a JSON text nest at most `limit` deep? Strings are dropped, then each pass drops
-    the innermost pairs; text that does not end empty within `limit` passes is too deep or unbalanced
-    (not JSON). A prefix of the text nests no deeper, so json.loads never recurses further either."""
-    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKET)
+    """Do the brackets of a JSON text nest at most `limit` deep? The brackets outside strings are kept
+    (escapes dropped first, then all but brackets and quotes, then adjacent quote pairs, which leaves each
+    bracket on the same side of the quotes, then what strings are left), then each pass drops the
+    innermost pairs; text that does not end empty within `limit` passes is too deep or unbalanced (not
+    JSON). A prefix of the text nests no deeper, so json.loads never recurses further either. Bytes
+    operations only, no loop over characters in Python."""
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    kept = raw.translate(_BRACKETS, _NOT_STRUCTURE).replace(b'""', b"")
+    brackets = _STRING.sub(b"", kept).replace(b'"', b"") if b'"' in kept else kept
     for _ in range(limit):
         if not brackets:
             return True
-        shorter = _INNERMOST.sub(b"", brackets)
+        shorter = brackets.replace(b"[]", b"")  # (pairs made by this pass wait for the next one)
         if len(shorter) == len(brackets):
             return False
         brackets = shorter
@@ -127,7 +133,7 @@ def warn_untrusted(directory: str, problem: str) -> None:
     from ..sanitize import sanitize
 
     print(f"warning: the cache directory is not used (the run goes on without it): {sanitize(problem)}; "
-          "remove it or choose another with --cache-dir", file=sys.stderr)
+          "remove it, or choose another with --cache-dir or the cache-dir setting", file=sys.stderr)
 
 
 # ----------------------------------------------------------------------------- reading and writing
@@ -151,7 +157,7 @@ def read_json(path: str, limit: int) -> Tuple[Any, Optional[Identity]]:
         if st.st_ino != seen.st_ino or not stat.S_ISREG(st.st_mode) or st.st_size > limit or foreign(st):
             return refused  # (replaced since the lstat)
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            raw = handle.read(limit + 1)
+            raw = handle.read(min(st.st_size, limit) + 1)  # (a file that grows meanwhile: not JSON, a miss)
     except OSError:
         return refused
     finally:
