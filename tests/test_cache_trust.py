@@ -512,11 +512,17 @@ def test_the_warning_names_the_directory_and_is_given_once(tmp_path, monkeypatch
 # ----------------------------------------------------------------------------- left to the record decoders
 @pytest.mark.xfail(strict=True, reason="the contents of summaries, models and deps are the analysis layer's "
                                        "records, validated by their own decoders: finish when they are merged")
-@pytest.mark.parametrize("what", ["summary", "model"])
-def test_a_well_framed_crafted_summary_or_model_does_not_crash_the_run(tmp_path, monkeypatch, capsys, what):
+@pytest.mark.parametrize("what", ["summary", "model", "deps"])
+def test_a_well_framed_crafted_summary_model_or_dep_does_not_crash_the_run(tmp_path, monkeypatch, capsys, what):
     project(tmp_path, monkeypatch, {"a.py": BAD, "b.py": "import torch\nfrom a import *\n"})
     expected = run(capsys, "--no-cache", ".")
     run(capsys, ".")
+    if what == "deps":
+        shard, data, entry = result_entry(tmp_path, "a.py")
+        entry[4] = [["class_kind", 5, None], ["module_facts", [1], {}]]  # framed: [question, ..., answer]
+        rewrite(shard, data)
+        assert run(capsys, ".")[:2] == expected[:2]
+        return
     for path in cache_files(tmp_path, "project-v4/*/summaries/*.json" if what == "summary" else
                             "project-v4/*/model-*.json"):
         with open(path) as handle:
