@@ -99,27 +99,16 @@ def foreign(st: os.stat_result) -> Optional[str]:
 def untrusted(directory: str, folder: str) -> Optional[str]:
     """Why `folder` (inside the cache `directory`) cannot be trusted, None when it can (or does not exist
     yet): every existing directory from the cache directory down is the user's and no one else's."""
-    try:
-        st = os.stat(directory)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode):
-        return f"{directory} is not a directory"
-    problem = foreign(st)
-    if problem:
-        return f"{directory}: {problem}"
     path = directory
-    for part in os.path.relpath(folder, directory).split(os.sep):
-        if part in ("", "."):
-            continue
-        path = os.path.join(path, part)
-        try:
-            st = os.lstat(path)
+    parts = [p for p in os.path.relpath(folder, directory).split(os.sep) if p not in ("", ".")]
+    for depth in range(len(parts) + 1):
+        path = os.path.join(path, parts[depth - 1]) if depth else path
+        try:  # (the cache directory itself may be a symbolic link: the user's choice)
+            st = os.lstat(path) if depth else os.stat(path)
         except OSError:
-            return None
-        if not stat.S_ISDIR(st.st_mode):
-            return f"{path} is not a directory ({'a symbolic link' if stat.S_ISLNK(st.st_mode) else 'a file'})"
-        problem = foreign(st)
+            return None  # (not there yet: the run creates it)
+        problem = foreign(st) if stat.S_ISDIR(st.st_mode) else \
+            f"it is {'a symbolic link' if stat.S_ISLNK(st.st_mode) else 'not a directory'}"
         if problem:
             return f"{path}: {problem}"
     return None
