@@ -187,15 +187,16 @@ class _OwnerNotKept(Exception):
     """The replacement file could not be given the original owner."""
 
 
-def write_atomic(path: str, data: bytes, durable: bool = True, like: Optional[os.stat_result] = None) -> None:
+def write_atomic(path: str, data: bytes, durable: bool = True, like: Optional[os.stat_result] = None,
+                 mode: Optional[int] = None) -> None:
     """Replace (or create) `path` with `data` atomically: a temporary file in the same directory, then
     os.replace, so a reader sees the old or the new content, never a torn one. The new file gets the
     permission bits (and, with `like`, the owner and group) of the file it replaces; a new one gets the
     umask's. `durable` fsyncs before the rename (source files); the result cache skips that. Signals
-    are deferred until the temporary file is renamed or removed."""
+    are deferred until the temporary file is renamed or removed. `mode`: the new file's, whatever the old one's."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
-        mode = (like or os.stat(path)).st_mode & 0o7777
+        mode = (like or os.stat(path)).st_mode & 0o7777 if mode is None else mode
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
     with signals_deferred():

@@ -256,11 +256,14 @@ def test_editing_a_rule_module_invalidates(tmp_path, monkeypatch):
     b"\x00\xffnot json",
     b'{"schema": 2, "key": "someone else", "entries": {}}',
     b"[1, 2, 3]",
-    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["sha", "size", 0, [], []]}}',
-    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [[1, 2, 3]], []]}}',
-    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [[1,1,1,1,"A","n","m","bogus",null]], []]}}',
-    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [[1,1,1,1,"A","n","m","warning",[1]]], []]}}',
-    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [], "not deps"]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["sha", "size", 0, [], [], [], 0, 0]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [[1, 2, 3]], [], [], 0, 0]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [[1,1,1,1,"ASC101","n","m","bogus",null]], '
+    b'[], [], 0, 0]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [[1,1,1,1,"ASC101","n","m","warning",[1]]], '
+    b'[], [], 0, 0]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [], "not deps", [], 0, 0]}}',
+    b'{"schema": 2, "key": "KEY", "entries": {"PATH": ["SHA", 1, 0, [], []]}}',  # the layout before issue #30
 ])
 def test_corrupt_or_foreign_cache_is_ignored_and_rewritten(tmp_path, garbage):
     targets = make_tree(tmp_path, 2)

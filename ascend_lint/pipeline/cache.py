@@ -9,32 +9,41 @@ configuration (less the keys that only choose files or output) and the size and 
 of ascend-lint and of the rule packages (so an editable install never serves results of a rule edited
 since). Each file's entry is keyed by the SHA-256 of its bytes and holds its findings and its *deps* (the
 project-model questions its rules asked, with their answers): findings are reused only while the project
-model still gives those answers. Size and mtime only spare re-hashing an unchanged file (git's index trick,
-with the same "racy" rule: an entry written within `RACY_NS` of the file's mtime is always re-hashed).
+model still gives those answers. The stat (size, mtime, ctime and inode, as git's index compares them)
+only spares re-hashing an unchanged file, with git's "racy" rule: a stat taken within `RACY_NS` of the
+moment the file was read is not trusted, and the file is re-hashed next time.
 
-The project store (`<cache dir>/project-v1/<root key>/`) keeps an index (path -> size, mtime, hash),
+The project store (`<cache dir>/project-v4/<root key>/`) keeps an index (path -> stat, hash, shape),
 summaries addressed by content hash in shards, and the last models built, keyed by a digest of the
 summaries they were built from.
 
-Corrupt, truncated or foreign cache files and malformed entries are ignored (a miss) and rewritten.
-Writes go to a temporary file then `os.replace`, so concurrent runs never see a torn file; the last
-writer merges in what others wrote since it loaded. Entries of files that no longer exist are pruned
-from the shards a run rewrites, and run keys unused for `STALE_SECONDS` are deleted.
+Everything read back is untrusted input (cache_io: the directory must be the user's alone; files are
+size- and depth-bounded; docs/reliability.md states the trust boundary). Corrupt, truncated, oversized,
+foreign or malformed files and entries are a miss, and are rewritten. An entry's findings must carry the
+run's rule codes, and a run that may apply fixes never takes one from the cache. Writes go to a
+temporary file then `os.replace`, so concurrent runs never see a torn file; the last writer merges in
+what others wrote since it loaded. Entries of files that no longer exist are pruned from the shards a run
+rewrites, and run keys unused for `STALE_SECONDS` are deleted.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import asdict
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type
+from typing import AbstractSet, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type
 
 from .. import __version__
+from ..analysis.summary import SUMMARY_SCHEMA
 from ..config import DEFAULT_CACHE_DIR, Settings
+from ..core_rules import PARSE_ERROR_CODE, UNUSED_NOQA_CODE
+from .cache_io import (FILE_BYTES, SHARD_BYTES, Identity, make_dirs, own_dirs, read_json, remove_own, untrusted,
+                       warn_untrusted, write_json)
 from .discovery import Listing
-from ..fileio import write_atomic
+from ..fileio import _umask, write_atomic
 from ..rule import Applicability, Edit, Finding, Fix, Rule, Severity, Span
 
 SCHEMA = 2
@@ -54,7 +63,13 @@ NOT_IN_KEY = frozenset({
     "cache_dir", "output_format", "config_path", "extends", "root_config", "origins",
 })
 
-Entry = List[Any]  # [sha256 hex, size, mtime_ns (0: re-hash), [encoded findings], deps, ([notes])]
+# [sha256 hex, size, mtime_ns (0: re-hash), [encoded findings], deps, [notes], ctime_ns, inode]
+Entry = List[Any]
+Stamp = Tuple[int, int, int, int]  # (size, mtime_ns, ctime_ns, inode)
+INT_BOUND = 2 ** 63
+_RUN_FOLDER = re.compile(r"[0-9a-f]{32}\Z")
+_SHARD_FILE = re.compile(r"(\.[0-9a-f]{2}\.json\..+\.tmp|[0-9a-f]{2}\.json)\Z", re.S)
+_MODEL_FILE = re.compile(r"model-[0-9a-f]{32}\.json\Z")
 
 
 def content_hash(raw: bytes) -> str:
@@ -125,25 +140,33 @@ def encode_finding(f: Finding) -> list:
     return [f.line, f.col, f.end_line, f.end_col, f.code, f.name, f.message, f.severity.value, fix]
 
 
-def decode_finding(data: list, path: str) -> Finding:
-    """Inverse of encode_finding; raises (KeyError, TypeError, ValueError) on malformed data."""
+def decode_finding(data: Any, path: str, codes: Optional[AbstractSet[str]] = None) -> Finding:
+    """Inverse of encode_finding; raises (KeyError, TypeError, ValueError) on malformed data, and on a code
+    not in `codes` (the run's rules)."""
+    if not isinstance(data, list) or len(data) != 9:
+        raise TypeError("finding")
     line, col, end_line, end_col, code, name, message, severity, fix = data
-    for n in (line, col, end_line, end_col):
-        if type(n) is not int:
-            raise TypeError("position")
-    for s in (code, name, message):
-        if not isinstance(s, str):
-            raise TypeError("text")
+    _ints([line, col, end_line, end_col], 4)
+    if not 1 <= line <= end_line:
+        raise ValueError("lines")
+    if codes is not None and code not in codes:
+        raise ValueError("code")
     decoded_fix = None
     if fix is not None:
+        if not isinstance(fix, list) or len(fix) != 4:
+            raise TypeError("fix")
         applicability, description, edits, imports = fix
-        decoded_fix = Fix(
-            Applicability(applicability), _str(description),
-            tuple(Edit(_str(op), Span(*_ints(span, 4)), _str(text), _str(ename))
-                  for op, span, text, ename in edits),
-            tuple(_str(i) for i in imports),
-        )
-    return Finding(path, line, col, end_line, end_col, code, name, message, Severity(severity), decoded_fix)
+        decoded_fix = Fix(Applicability(applicability), _str(description),
+                          tuple(_edit(e) for e in _list(edits)), tuple(_str(i) for i in _list(imports)))
+    return Finding(path, line, col, end_line, end_col, _str(code), _str(name), _str(message), Severity(severity),
+                   decoded_fix)
+
+
+def _edit(data: Any) -> Edit:
+    if not isinstance(data, list) or len(data) != 4:
+        raise TypeError("edit")
+    op, span, text, name = data
+    return Edit(_str(op), Span(*_ints(span, 4)), _str(text), _str(name))
 
 
 def _str(value: Any) -> str:
@@ -152,10 +175,72 @@ def _str(value: Any) -> str:
     return value
 
 
+def _list(value: Any) -> list:
+    if not isinstance(value, list):
+        raise TypeError("list")
+    return value
+
+
 def _ints(values: Any, n: int) -> List[int]:
-    if not isinstance(values, list) or len(values) != n or any(type(v) is not int for v in values):
-        raise TypeError("span")
+    """`values`: a list of `n` ints in [0, 2**63) (bools are not ints here)."""
+    if not isinstance(values, list) or len(values) != n or any(type(v) is not int or not 0 <= v < INT_BOUND
+                                                               for v in values):
+        raise TypeError("ints")
     return values
+
+
+def _well_formed(entry: Any) -> bool:
+    """The framing of a result entry (see Entry); the findings are checked when decoded."""
+    if type(entry) is not list or len(entry) != 8:
+        return False
+    sha, size, mtime, findings, deps, notes, ctime, inode = entry
+    return _is_sha(sha) and _stat_ints(size, mtime, ctime, inode) and type(findings) is list and _deps_framed(deps) \
+        and type(notes) is list and (not notes or all(type(n) is str for n in notes))
+
+
+def _deps_framed(deps: Any) -> bool:
+    """Deps as the cache frames them: a list of [question, ..., answer] lists (analysis.view.replay checks
+    the questions and answers)."""
+    if type(deps) is not list:
+        return False
+    for dep in deps:
+        if type(dep) is not list or len(dep) < 2 or type(dep[0]) is not str:
+            return False
+    return True
+
+
+def _is_sha(value: Any) -> bool:
+    return type(value) is str and len(value) == 64 and not value.strip("0123456789abcdef")
+
+
+def _stat_ints(a: Any, b: Any, c: Any, d: Any) -> bool:
+    """Four ints in [0, 2**63) (bools are not ints here)."""
+    return type(a) is type(b) is type(c) is type(d) is int \
+        and 0 <= a < INT_BOUND and 0 <= b < INT_BOUND and 0 <= c < INT_BOUND and 0 <= d < INT_BOUND
+
+
+# ----------------------------------------------------------------------------- the stat check
+def _same_stat(st: os.stat_result, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> bool:
+    """Does `st` show the stat recorded for a file (git's fields; mtime 0: none recorded, re-hash)?"""
+    return mtime_ns != 0 and st.st_mtime_ns == mtime_ns and st.st_size == size and st.st_ctime_ns == ctime_ns \
+        and st.st_ino == inode
+
+
+def _stamp(st: os.stat_result) -> Stamp:
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
+def _to_record(before: Optional[Stamp], size: int, mtime_ns: int, read_ns: int) -> Stamp:
+    """The stat to record for bytes of this size and mtime read at `read_ns`: the stat taken before the
+    read (`before`), if the read saw its size and mtime and neither its mtime nor its ctime is within
+    RACY_NS of the read (git's index rule, on the ctime too); else (size, 0, 0, 0), re-hash next time.
+    Any later change of the file shows in its stat: a write or `utime` sets a newer ctime, a replacement
+    (`cp -p`, `rsync -a`, `tar x`) a new inode as well. A stat recorded earlier will do as `before`: if
+    the file changed since, its stat no longer matches it."""
+    if before is None or before[0] != size or before[1] != mtime_ns or before[1] == 0 \
+            or max(before[1], before[2]) + RACY_NS >= read_ns:
+        return size, 0, 0, 0
+    return before
 
 
 # ----------------------------------------------------------------------------- shards
@@ -163,50 +248,50 @@ def _shard_of(text: str, shards: int) -> str:
     return "%02x" % (int(hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:4], 16) % shards)
 
 
+def _plain_name(name: Any) -> bool:
+    """A single path component (no separator, not `.` or `..`): a listing entry cannot lead out of its
+    directory or back into it."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name \
+        and os.sep not in name and (os.altsep is None or os.altsep not in name)
+
+
 def _listing_entry(value: Any) -> bool:
     """Is `value` a well-formed discovery.Listing entry (see Listing.dirs)?"""
-    return isinstance(value, list) and len(value) == 7 and type(value[0]) is int and isinstance(value[1], list) \
-        and isinstance(value[2], list) and (value[3] is None or isinstance(value[3], list)) \
-        and isinstance(value[5], list) and isinstance(value[6], str)
+    return isinstance(value, list) and len(value) == 7 and type(value[0]) is int and value[0] >= 0 \
+        and isinstance(value[1], list) and all(_plain_name(n) for n in value[1]) \
+        and isinstance(value[2], list) and all(_plain_name(n) for n in value[2]) \
+        and (value[3] is None or isinstance(value[3], list)) and isinstance(value[5], list) \
+        and all(isinstance(n, str) for n in value[5]) and isinstance(value[6], str)
 
 
-def _read_json(path: str) -> Tuple[Any, Optional[Tuple[int, int]]]:
-    """(data, (size, mtime)) of a JSON file; (None, None) when missing or unreadable, (None, stat) when corrupt."""
-    try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            raw = handle.read()
-    except OSError:
-        return None, None
-    try:
-        return json.loads(raw.decode("utf-8")), (st.st_size, st.st_mtime_ns)
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        return None, (st.st_size, st.st_mtime_ns)
-
-
-def _write_json(path: str, data: Any) -> None:
-    payload = json.dumps(data, separators=(",", ":"))  # ASCII: \u escapes
-    write_atomic(path, payload.encode("ascii"), durable=False)
-
-
-def _prepare(directory: str, subdir: str) -> None:
-    """Create the cache directory (tagged, git-ignored) and a sub-directory of it."""
-    os.makedirs(subdir, exist_ok=True)
-    for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# created by ascend-lint\n*\n")):
-        target = os.path.join(directory, name)
-        if not os.path.exists(target):
-            write_atomic(target, text.encode("ascii"), durable=False)
+def _fit(entries: Dict[str, Any], limit: int) -> Dict[str, Any]:
+    """`entries` less the largest ones until they encode in at most `limit` bytes (those files are not
+    cached: a shard is never written larger than a run would read)."""
+    sizes = {k: len(json.dumps(v, separators=(",", ":"))) + len(json.dumps(k)) + 2 for k, v in entries.items()}
+    total = sum(sizes.values()) + 256
+    kept = dict(entries)
+    for key in sorted(sizes, key=sizes.__getitem__, reverse=True):
+        if total <= limit:
+            break
+        del kept[key]
+        total -= sizes[key]
+    return kept
 
 
 class _Shards:
-    """A map split over shard files that are loaded on first use and rewritten only when changed."""
+    """A map split over shard files that are loaded on first use and rewritten only when changed. Values
+    that `valid` refuses are dropped as a shard is read (`enabled` False: an untrusted directory, nothing is
+    read or written)."""
 
-    def __init__(self, folder: str, header: Dict[str, Any], shards: int) -> None:
+    def __init__(self, folder: str, header: Dict[str, Any], shards: int, valid: Callable[[Any], bool],
+                 enabled: bool = True) -> None:
         self.folder = folder
         self.header = header  # must match for a shard to be read (schema, key)
         self.shards = shards
+        self.valid = valid
+        self.enabled = enabled
         self.loaded: Dict[str, Dict[str, Any]] = {}
-        self.stats: Dict[str, Optional[Tuple[int, int]]] = {}
+        self.stats: Dict[str, Optional[Identity]] = {}
         self.dirty: set = set()
         self.touched: Dict[str, set] = {}  # shard -> keys written or looked up this run
 
@@ -216,19 +301,27 @@ class _Shards:
     def shard(self, key: str) -> str:
         return _shard_of(key, self.shards)
 
+    def _read(self, shard: str) -> Tuple[Optional[Dict[str, Any]], Optional[Identity], bool]:
+        """(valid entries, identity, whether some were dropped) of a shard file; entries None when it is
+        missing, refused or foreign."""
+        data, stat = read_json(self.path(shard), SHARD_BYTES)
+        if not (isinstance(data, dict) and all(data.get(k) == v for k, v in self.header.items())
+                and isinstance(data.get("entries"), dict)):
+            return None, stat, False
+        entries = data["entries"]
+        bad = [k for k, v in entries.items() if not self.valid(v)]
+        for key in bad:  # (in place: a copy made the GC's full passes of a warm run 40 % slower)
+            del entries[key]
+        return entries, stat, bool(bad)
+
     def _load(self, shard: str) -> Dict[str, Any]:
         entries = self.loaded.get(shard)
         if entries is None:
-            data, stat = _read_json(self.path(shard))
+            found, stat, dropped = self._read(shard) if self.enabled else (None, None, False)
             self.stats[shard] = stat
-            if isinstance(data, dict) and all(data.get(k) == v for k, v in self.header.items()) and \
-                    isinstance(data.get("entries"), dict):
-                entries = data["entries"]
-            else:
-                entries = {}
-                if stat is not None:
-                    self.dirty.add(shard)  # corrupt or foreign: rewrite it
-            self.loaded[shard] = entries
+            if dropped or (found is None and stat is not None):
+                self.dirty.add(shard)  # corrupt, too large, too deep, foreign or with malformed entries: rewrite
+            entries = self.loaded[shard] = found if found is not None else {}
         return entries
 
     def get(self, key: str) -> Any:
@@ -254,41 +347,74 @@ class _Shards:
         return out
 
     def save(self, keep=None) -> None:
-        """Rewrite the changed shards (merging what another run wrote meanwhile); `keep(key)` prunes."""
-        if self.dirty:
-            os.makedirs(self.folder, exist_ok=True)
+        """Rewrite the changed shards (merging what another run wrote meanwhile); `keep(key)` prunes. The
+        caller has checked the folder (make_dirs)."""
+        if not self.enabled:
+            return
         for shard in sorted(self.dirty):
             entries = self.loaded[shard]
-            data, stat = _read_json(self.path(shard))
-            if stat != self.stats.get(shard) and isinstance(data, dict) and isinstance(data.get("entries"), dict) \
-                    and all(data.get(k) == v for k, v in self.header.items()):
+            theirs, stat, _ = self._read(shard)
+            if stat != self.stats.get(shard) and theirs is not None:
                 mine = self.touched.get(shard, set())
-                for key, value in data["entries"].items():
+                for key, value in theirs.items():
                     if key not in mine:
                         entries.setdefault(key, value)
             if keep is not None:
                 mine = self.touched.get(shard, set())
                 for key in [k for k in entries if k not in mine and not keep(k)]:
                     del entries[key]
-            _write_json(self.path(shard), dict(self.header, entries=entries))
+            data = dict(self.header, entries=entries)
+            if not write_json(self.path(shard), data, SHARD_BYTES):
+                write_json(self.path(shard), dict(self.header, entries=_fit(entries, SHARD_BYTES)), SHARD_BYTES)
         self.dirty.clear()
+
+
+def _prepare(directory: str, folder: str) -> bool:
+    """Create the cache directory (tagged, git-ignored) down to `folder`; False (with a warning) when a
+    directory on the way cannot be trusted."""
+    problem = make_dirs(directory, folder)
+    if problem:
+        warn_untrusted(directory, problem)
+        return False
+    for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# created by ascend-lint\n*\n")):
+        target = os.path.join(directory, name)
+        if not os.path.lexists(target):
+            write_atomic(target, text.encode("ascii"), durable=False, mode=0o644 & ~_umask())
+    return True
+
+
+def _trusted(directory: str, folder: str) -> bool:
+    problem = untrusted(directory, folder)
+    if problem:
+        warn_untrusted(directory, problem)
+    return problem is None
 
 
 # ----------------------------------------------------------------------------- the result cache
 class ResultCache:
-    """Findings (and deps) of one run key; `lookup` before linting, `store` after, `save` once at the end."""
+    """Findings (and deps) of one run key; `lookup` before linting, `store` after, `save` once at the end.
 
-    def __init__(self, directory: str, key: str) -> None:
+    `codes`: the codes a cached finding may have (the run's rules; None: any). `fixing`: the run may apply
+    fixes, so an entry whose findings carry one is not used (the file is linted, its fixes derived from
+    its bytes)."""
+
+    def __init__(self, directory: str, key: str, codes: Optional[AbstractSet[str]] = None,
+                 fixing: bool = False) -> None:
         self.directory = directory
         self.key = key
+        self.codes = codes
+        self.fixing = fixing
         self.folder = os.path.join(directory, f"v{SCHEMA}", key[:32])
-        self._shards = _Shards(self.folder, {"schema": SCHEMA, "key": self.key}, SHARDS)
+        header = {"schema": SCHEMA, "key": self.key}
+        self._shards = _Shards(self.folder, header, SHARDS, _well_formed, _trusted(directory, self.folder))
         self.seen: set = set()  # absolute paths looked up or stored in this run
+        self._before: Dict[str, Stamp] = {}  # absolute path -> its stat when a lookup missed (before it was read)
 
     @classmethod
     def open(cls, settings: Settings, rules: Sequence[Type[Rule]], fingerprint: str,
              project: bool = False) -> "ResultCache":
-        return cls(cache_dir_for(settings), run_key(settings, rules, fingerprint, project))
+        codes = frozenset(r.code for r in rules) | {PARSE_ERROR_CODE, UNUSED_NOQA_CODE}
+        return cls(cache_dir_for(settings), run_key(settings, rules, fingerprint, project), codes, bool(settings.fix))
 
     def shard_path(self, path: str) -> str:
         """The shard file that holds `path`'s entry."""
@@ -299,50 +425,51 @@ class ResultCache:
         """Every entry on disk and in memory (reads every shard: for tests and tools, not for runs)."""
         return self._shards.all()
 
-    def entry(self, path: str) -> Optional[Entry]:
-        key = os.path.abspath(path)
+    def entry(self, path: str, key: Optional[str] = None) -> Optional[Entry]:
+        """A file's entry (`key`: its absolute path) if it is usable by this run (shards hold only well
+        framed entries)."""
+        key = key or os.path.abspath(path)
         self.seen.add(key)
         entry = self._shards.get(key)
-        return entry if _well_formed(entry) else None
+        if entry is None or (self.fixing and any(_has_fix(f) for f in entry[3])):
+            return None
+        return entry
 
     # ------------------------------------------------------------------ save
     def save(self) -> None:
         """Write the changed shards (entries of deleted files pruned from them) and drop stale run keys."""
         try:
-            if self._shards.dirty:
-                _prepare(self.directory, self.folder)
-            self._shards.save(keep=os.path.exists)
-            self._remove_stale()
+            if self._shards.dirty and self._shards.enabled and _prepare(self.directory, self.folder):
+                self._shards.save(keep=os.path.exists)
+                self._remove_stale()
         except OSError:
             pass  # a read-only tree or a full disk: run without a cache, never fail the run
 
     def _remove_stale(self) -> None:
-        """Cache folders of run keys nobody used for STALE_SECONDS (old versions, old configs)."""
+        """Cache folders of run keys nobody used for STALE_SECONDS (old versions, old configs): only folders
+        and files of the names ascend-lint gives them, the user's own, never through a symbolic link."""
         parent = os.path.dirname(self.folder)
         limit = time.time() - STALE_SECONDS
-        try:
-            os.utime(self.folder)
-            names = os.listdir(parent)
-        except OSError:
-            return
-        for name in names:
-            target = os.path.join(parent, name)
-            try:
-                if target != self.folder and os.stat(target).st_mtime < limit:
-                    for child in os.listdir(target):
-                        os.unlink(os.path.join(target, child))
+        os.utime(self.folder)
+        for target, st in own_dirs(parent, _RUN_FOLDER.match):
+            if target != self.folder and st.st_mtime < limit:
+                try:
+                    remove_own(target, _SHARD_FILE.match)
                     os.rmdir(target)
-            except OSError:
-                pass
+                except OSError:
+                    pass
 
     # ------------------------------------------------------------------ entries
     def lookup(self, path: str, st: os.stat_result) -> Optional[Tuple[str, List[Finding], Any]]:
-        """(hash, findings, deps) if the entry's stat matches (the hash is then trusted); else None.
+        """(hash, findings, deps) if the entry's stat (size, mtime, ctime, inode) matches `st` (the hash is
+        then trusted); else None.
 
         A None here is not yet a miss: the caller reads the file and asks `lookup_hash`.
         """
-        entry = self.entry(path)
-        if entry is None or entry[2] == 0 or entry[1] != st.st_size or entry[2] != st.st_mtime_ns:
+        key = os.path.abspath(path)
+        entry = self.entry(path, key)
+        if entry is None or not _same_stat(st, entry[1], entry[2], entry[6], entry[7]):
+            self._before[key] = _stamp(st)
             return None
         return self._decode(entry, path)
 
@@ -360,7 +487,7 @@ class ResultCache:
 
     def _decode(self, entry: Entry, path: str) -> Optional[Tuple[str, List[Finding], Any]]:
         try:
-            return entry[0], [decode_finding(f, path) for f in entry[3]], entry[4]
+            return entry[0], [decode_finding(f, path, self.codes) for f in entry[3]], entry[4]
         except (KeyError, TypeError, ValueError):
             self._shards.drop(os.path.abspath(path))  # malformed: a miss, rewritten by store()
             return None
@@ -368,38 +495,39 @@ class ResultCache:
     def store(self, path: str, sha: str, size: int, mtime_ns: int, read_ns: int,
               findings: Iterable[Finding], deps: Any = None, notes: Sequence[str] = ()) -> None:
         """Remember the findings, deps and notes of the bytes hashed to `sha` (size/mtime as read at
-        `read_ns`)."""
+        `read_ns`; ctime and inode from the stat `lookup` was given)."""
         key = os.path.abspath(path)
         self.seen.add(key)
-        racy = mtime_ns + RACY_NS >= read_ns
-        entry = [sha, size, 0 if racy else mtime_ns, [encode_finding(f) for f in findings],
-                 deps if deps is not None else []]
-        if notes:
-            entry.append(list(notes))
-        self._shards.put(key, entry)
+        _size, mtime, ctime, inode = _to_record(self._before_read(key), size, mtime_ns, read_ns)
+        self._shards.put(key, [sha, size, mtime, [encode_finding(f) for f in findings],
+                               deps if deps is not None else [], list(notes), ctime, inode])
+
+    def _before_read(self, key: str) -> Optional[Stamp]:
+        """The stat `lookup` was given when it missed, else the one recorded (a stat hit confirmed it)."""
+        before = self._before.get(key)
+        if before is None:
+            entry = self._shards.get(key)
+            before = (entry[1], entry[2], entry[6], entry[7]) if entry is not None else None
+        return before
 
     def notes_of(self, path: str) -> Tuple[str, ...]:
         """The notes stored with a file's entry (after a hit)."""
         entry = self.entry(path)
-        if entry is not None and len(entry) == 6 and all(isinstance(n, str) for n in entry[5]):
-            return tuple(entry[5])
-        return ()
+        return tuple(entry[5]) if entry is not None else ()
 
     def refresh_stat(self, path: str, size: int, mtime_ns: int, read_ns: int) -> None:
         """A hash hit on an entry whose stat was stale or racy: trust the new stat from now on."""
         key = os.path.abspath(path)
         entry = self._shards.get(key)
-        if not _well_formed(entry):
+        if entry is None:
             return
-        new_mtime = 0 if mtime_ns + RACY_NS >= read_ns else mtime_ns
-        if entry[1] != size or entry[2] != new_mtime:
-            self._shards.put(key, [entry[0], size, new_mtime, entry[3], entry[4]])
+        _size, mtime, ctime, inode = _to_record(self._before_read(key), size, mtime_ns, read_ns)
+        if (entry[1], entry[2], entry[6], entry[7]) != (size, mtime, ctime, inode):
+            self._shards.put(key, entry[:1] + [size, mtime] + entry[3:6] + [ctime, inode])
 
 
-def _well_formed(entry: Any) -> bool:
-    return (isinstance(entry, list) and len(entry) in (5, 6) and isinstance(entry[0], str)
-            and type(entry[1]) is int and type(entry[2]) is int and isinstance(entry[3], list)
-            and isinstance(entry[4], list) and (len(entry) == 5 or isinstance(entry[5], list)))
+def _has_fix(finding: Any) -> bool:
+    return not isinstance(finding, list) or len(finding) != 9 or finding[8] is not None
 
 
 # ----------------------------------------------------------------------------- the project store
@@ -414,17 +542,32 @@ def project_store_dir(settings: Settings, root: str, precision: bool = True) -> 
                         hashlib.sha256(stamp.encode("utf-8", "surrogatepass")).hexdigest()[:24])
 
 
+def _index_entry(value: Any) -> bool:
+    """[size, mtime_ns (0: re-hash), sha256 hex, shape, ctime_ns, inode]"""
+    return type(value) is list and len(value) == 6 and _stat_ints(value[0], value[1], value[4], value[5]) \
+        and _is_sha(value[2]) and type(value[3]) is str
+
+
+def _summary_framed(value: Any) -> bool:
+    """A stored summary as the store frames it: a complete summary of this schema. (Its contents are the
+    analysis layer's records, checked by their decoders.)"""
+    return isinstance(value, dict) and value.get("light") is False and value.get("schema") == SUMMARY_SCHEMA
+
+
 class ProjectStore:
-    """The project index on disk: path -> [size, mtime_ns, sha, shape]; sha -> summary; digest -> model."""
+    """The project index on disk: path -> [size, mtime_ns, sha, shape, ctime_ns, inode]; sha -> summary;
+    digest -> model."""
 
     def __init__(self, directory: str, folder: str) -> None:
         self.directory = directory  # the cache directory (tagged on first write)
         self.folder = folder
+        self.enabled = _trusted(directory, folder)
         header = {"schema": PROJECT_SCHEMA, "version": __version__}
         self.index: Dict[str, List[Any]] = {}
-        self._index_stat: Optional[Tuple[int, int]] = None
         self._index_dirty = False
-        self._summaries = _Shards(os.path.join(folder, "summaries"), header, SUMMARY_SHARDS)
+        self._before: Dict[str, Stamp] = {}  # relpath -> its stat when stat_entry missed (before it was read)
+        self._summaries = _Shards(os.path.join(folder, "summaries"), header, SUMMARY_SHARDS, _summary_framed,
+                                  self.enabled)
         self._listing: Any = None  # discovery.Listing, read on first use
         self._load_index()
 
@@ -432,18 +575,18 @@ class ProjectStore:
     def open(cls, settings: Settings, root: str, precision: bool = True) -> "ProjectStore":
         return cls(cache_dir_for(settings), project_store_dir(settings, root, precision))
 
+    def _read(self, name: str) -> Any:
+        return read_json(os.path.join(self.folder, name), FILE_BYTES)[0] if self.enabled else None
+
     def _load_index(self) -> None:
-        data, stat = _read_json(os.path.join(self.folder, "index.json"))
-        self._index_stat = stat
+        data = self._read("index.json")
         if isinstance(data, dict) and data.get("schema") == PROJECT_SCHEMA and isinstance(data.get("files"), dict):
-            self.index = {k: v for k, v in data["files"].items()
-                          if isinstance(v, list) and len(v) == 4 and type(v[0]) is int and type(v[1]) is int
-                          and isinstance(v[2], str) and isinstance(v[3], str)}
+            self.index = {k: v for k, v in data["files"].items() if _index_entry(v)}
 
     def listing(self, key: str) -> Any:
         """The project's directory listing as last walked with settings `key` (a discovery.Listing)."""
         if self._listing is None or self._listing.key != key:
-            data, _ = _read_json(os.path.join(self.folder, "listing.json"))
+            data = self._read("listing.json")
             dirs = data.get("dirs") if isinstance(data, dict) and data.get("key") == key else None
             valid = isinstance(dirs, dict) and all(_listing_entry(v) for v in dirs.values())
             self._listing = Listing(key, dirs if valid else None)
@@ -451,10 +594,12 @@ class ProjectStore:
                 self._listing.above = data["above"]
         return self._listing
 
-    def stat_entry(self, relpath: str, size: int, mtime_ns: int) -> Optional[Tuple[str, str]]:
-        """(content hash, shape) recorded for a file whose size and mtime have not changed (racy: None)."""
+    def stat_entry(self, relpath: str, st: os.stat_result) -> Optional[Tuple[str, str]]:
+        """(content hash, shape) recorded for a file whose size, mtime, ctime and inode have not changed
+        (racy: None)."""
         entry = self.index.get(relpath)
-        if entry is None or entry[1] == 0 or entry[0] != size or entry[1] != mtime_ns:
+        if entry is None or not _same_stat(st, entry[0], entry[1], entry[4], entry[5]):
+            self._before[relpath] = _stamp(st)
             return None
         return entry[2], entry[3]
 
@@ -464,14 +609,17 @@ class ProjectStore:
         return (entry[2], entry[3]) if entry is not None else None
 
     def summary(self, sha: str) -> Optional[Dict[str, Any]]:
-        value = self._summaries.get(sha)
-        return value if isinstance(value, dict) and value.get("light") is False else None
+        return self._summaries.get(sha)
 
     def put(self, relpath: str, size: int, mtime_ns: int, read_ns: int, sha: str,
             summary: Optional[Dict[str, Any]], shape: str) -> None:
-        """Record a file's stat, hash and shape, and its complete summary."""
-        entry = [size, 0 if mtime_ns + RACY_NS >= read_ns else mtime_ns, sha, shape]
-        if self.index.get(relpath) != entry:
+        """Record a file's stat, hash and shape, and its complete summary (ctime and inode from the stat
+        `stat_entry` was given when it missed, else from the stat recorded)."""
+        old = self.index.get(relpath)
+        before = self._before.get(relpath) or ((old[0], old[1], old[4], old[5]) if old is not None else None)
+        _size, mtime, ctime, inode = _to_record(before, size, mtime_ns, read_ns)
+        entry = [size, mtime, sha, shape, ctime, inode]
+        if old != entry:
             self.index[relpath] = entry
             self._index_dirty = True
         if summary is not None and summary.get("light") is False and self._summaries.get(sha) is None:
@@ -485,28 +633,36 @@ class ProjectStore:
         self._index_dirty = self._index_dirty or bool(gone)
 
     def model(self, digest: str) -> Optional[Dict[str, Any]]:
-        data, _ = _read_json(os.path.join(self.folder, f"model-{digest[:32]}.json"))
+        data = self._read(f"model-{digest[:32]}.json")
         if isinstance(data, dict) and data.get("digest") == digest and isinstance(data.get("tables"), dict):
             return data["tables"]
         return None
 
     def save(self, digest: Optional[str] = None, tables: Optional[Dict[str, Any]] = None) -> None:
+        if not self.enabled:
+            return
         try:
-            _prepare(self.directory, self.folder)
+            if not _prepare(self.directory, os.path.join(self.folder, "summaries")):
+                return
             self._summaries.save()
             if self._index_dirty:
-                _write_json(os.path.join(self.folder, "index.json"), {"schema": PROJECT_SCHEMA, "files": self.index})
+                self._write("index.json", {"schema": PROJECT_SCHEMA, "files": self.index})
                 self._index_dirty = False
             if self._listing is not None and self._listing.changed:
-                _write_json(os.path.join(self.folder, "listing.json"),
-                            {"key": self._listing.key, "above": self._listing.above, "dirs": self._listing.dirs})
+                self._write("listing.json", {"key": self._listing.key, "above": self._listing.above,
+                                             "dirs": self._listing.dirs})
                 self._listing.changed = False
             if digest is not None and tables is not None and self.model(digest) is None:
-                _write_json(os.path.join(self.folder, f"model-{digest[:32]}.json"),
-                            {"digest": digest, "tables": tables})
-                models = sorted((os.stat(os.path.join(self.folder, n)).st_mtime, n)
-                                for n in os.listdir(self.folder) if n.startswith("model-"))
+                self._write(f"model-{digest[:32]}.json", {"digest": digest, "tables": tables})
+                models = sorted((os.lstat(os.path.join(self.folder, n)).st_mtime, n)
+                                for n in os.listdir(self.folder) if _MODEL_FILE.match(n))
                 for _, name in models[:-MODELS_KEPT]:
-                    os.unlink(os.path.join(self.folder, name))
+                    remove_own(self.folder, name.__eq__)
         except OSError:
             pass  # a read-only tree or a full disk: run without a store
+
+    def _write(self, name: str, data: Any) -> None:
+        """Write one of the store's files; one too large to be read back is removed instead."""
+        path = os.path.join(self.folder, name)
+        if not write_json(path, data, FILE_BYTES):
+            remove_own(self.folder, name.__eq__)

@@ -169,7 +169,7 @@ class ProjectIndex:
                 st = os.stat(path)
             except OSError:
                 continue
-            found = self.store.stat_entry(rel, st.st_size, st.st_mtime_ns) if self.store is not None else None
+            found = self.store.stat_entry(rel, st) if self.store is not None else None
             if found is not None:
                 self.hashes[rel], self.shapes[rel] = found
             else:  # (a touched, checked-out or just-written file may still hold the bytes the store has)
