@@ -281,22 +281,10 @@ def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool,
         return Outcome(path, [error_finding(path, exc.reason, exc.line, exc.col)], deps=[])
     sha = content_hash(raw) if hashing else ""
     if expected is not None and sha == expected:
-        source = None
-        if keep_source:
-            try:
-                text, encoding = decode_source(raw)
-                source = SourceFile(path, raw, text, encoding)
-            except SourceError:
-                pass
+        source = _source(path, raw) if keep_source else None
         return Outcome(path, [], source, sha, st.st_size, st.st_mtime_ns, read_ns, hit=True)
     index = linter.project
-    want, light = False, None
-    if index is not None and hasattr(index, "summaries"):
-        rel = index.relpath(path)
-        known = index.summaries.get(rel) if rel is not None else None
-        if rel is not None and (known is None or known.get("light") or index.hashes.get(rel) != sha):
-            want = True
-            light = known if known is not None and index.hashes.get(rel) == sha else None
+    want, light = _summary_wanted(index, path, sha)
     try:
         text, encoding = decode_source(raw)
     except SourceError as exc:
@@ -306,6 +294,28 @@ def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool,
     source = result.source if (keep_source and result.findings) else None
     return Outcome(path, result.findings, source, sha, st.st_size, st.st_mtime_ns, read_ns, notes=result.notes,
                    summary=result.summary, deps=result.deps, summarized=want or (result.failed and index is not None))
+
+
+def _source(path: str, raw: bytes) -> Optional[SourceFile]:
+    try:
+        text, encoding = decode_source(raw)
+    except SourceError:
+        return None
+    return SourceFile(path, raw, text, encoding)
+
+
+def _summary_wanted(index, path: str, sha: str) -> Tuple[bool, Optional[dict]]:
+    """(does the index want this file's full summary from its parse?, its text-only summary of these bytes)"""
+    if index is None or not hasattr(index, "summaries"):
+        return False, None
+    rel = index.relpath(path)
+    if rel is None:
+        return False, None
+    known = index.summaries.get(rel)
+    same_bytes = index.hashes.get(rel) == sha
+    if known is not None and not known.get("light") and same_bytes:
+        return False, None
+    return True, (known if known is not None and same_bytes else None)
 
 
 # ----------------------------------------------------------------------------- many files
