@@ -36,7 +36,8 @@ class Progress:
     def for_terminal(cls, stream: TextIO, quiet: bool = False, human: bool = True) -> "Progress":
         """Progress on `stream` when it is a terminal, the output is for a person and no CI runs us."""
         isatty = getattr(stream, "isatty", None)
-        wanted = human and not quiet and not os.environ.get("CI") and isatty is not None and isatty()
+        ci = os.environ.get("CI", "").lower() not in ("", "0", "false")
+        wanted = human and not quiet and not ci and isatty is not None and isatty()
         return cls(stream if wanted else None)
 
     def start(self, label: str, total: int) -> None:

@@ -124,7 +124,9 @@ def index_project(project: Project, workspace: Workspace, request: Request) -> P
     index = ProjectIndex.open(workspace.paths, settings, cache=request.cache, listed=project.listed,
                               resolver=workspace.resolver, jobs=request.jobs, precision=precision,
                               progress=request.progress)
-    workspace.heard(index.report)
+    if index.report.warnings or index.report.refused:
+        request.progress.finish()  # (a warning starts on a line of its own)
+        workspace.heard(index.report)
     return index
 
 
