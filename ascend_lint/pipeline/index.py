@@ -257,10 +257,6 @@ class ProjectIndex:
     def _summarise(self, unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: int) -> List[str]:
         """Take a summary for each of `unknown`; the relative paths of those the store did not have."""
         changed = []
-        prepared = None
-        if in_workers(unknown, jobs):  # the time spent waiting for them makes the model's per-file lookups
-            prepared = ProjectModel.prepare([*self.shapes, *(rel for _path, rel, _st, _sha in unknown)],
-                                            *self._model_settings())
         with gc_paused():  # (a project's worth of new summaries: no cyclic garbage, no GC pass over them)
             for path, rel, sha, light, st, read_ns in _text_summaries(unknown, jobs, self.precision):
                 self.progress.advance()
@@ -271,10 +267,6 @@ class ProjectIndex:
                     changed.append(rel)
                 elif not self._take(rel, sha, light, st, read_ns):
                     changed.append(rel)
-                if prepared is not None:
-                    prepared.learn(rel, self.summaries.loaded[rel])
-        if prepared is not None:
-            self._built = prepared
         return changed
 
     def _one_copy(self, sha: str, summary: Summary) -> Summary:
