@@ -3,7 +3,7 @@
 With a project index (every face but bare API calls has one), a run is:
 1. the index gives every project file's summary: stored ones for unchanged bytes, a cheap text-only one
    for the rest (made in the worker processes with `jobs > 1`); the *provisional* model is built from them
-   (before any worker is forked), and the objects then alive are left out of the GC's passes;
+   (before any worker is forked);
 2. files whose findings are not in the cache are linted ONCE against the provisional model, in one pass
    (one set of worker processes: linting the files with step loops first, against a model refreshed with
    them, spared a few files a second lint but cost more in forked workers than it saved); the same
@@ -25,12 +25,10 @@ whatever the worker count, so `-j 1` and `-j 8` print the same.
 """
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
@@ -98,32 +96,16 @@ def lint_groups(groups: Sequence[Group], jobs: int = 1, keep_sources: bool = Tru
     """`lint_targets` for files of one project linted with different settings (hierarchical configuration):
     one project model, each file linted with its group's Linter and cached under its group's run key.
     The steps of the module docstring, in order."""
-    with _gc_spares_the_project() as spare:
-        run = _Pass(groups, jobs, keep_sources, index, progress or Progress.off())
-        run.provisional_model(spare)
-        todo = run.answer_from_cache()
-        outcomes = list(run.lint(todo, hashing=run.hashing))  # (all of them before the index changes)
-        give_back()  # (the texts and trees of the pass)
-        run.take(outcomes)
-        outcomes.clear()  # (what they held lives on in the results, their deps and the index)
-        run.relint_under_final_model()
-        run.store()
-        return run.sorted_results()
-
-
-@contextmanager
-def _gc_spares_the_project() -> Iterator:
-    """Yields `spare()`: the objects alive when it is called (the project's summaries and model) are left out
-    of the cyclic GC's passes until the run ends, so that a pass costs what the run allocates since, not
-    the size of the project (and forked workers do not copy the pages a pass would touch). Does nothing if
-    the caller froze objects itself."""
-    if gc.get_freeze_count():
-        yield lambda: None
-        return
-    try:
-        yield gc.freeze
-    finally:
-        gc.unfreeze()
+    run = _Pass(groups, jobs, keep_sources, index, progress or Progress.off())
+    run.provisional_model()
+    todo = run.answer_from_cache()
+    outcomes = list(run.lint(todo, hashing=run.hashing))  # (all of them before the index changes)
+    give_back()  # (the texts and trees of the pass)
+    run.take(outcomes)
+    outcomes.clear()  # (what they held lives on in the results, their deps and the index)
+    run.relint_under_final_model()
+    run.store()
+    return run.sorted_results()
 
 
 Todo = List[Tuple[str, Optional[str]]]  # (path, hash the cache holds for it)
@@ -151,11 +133,10 @@ class _Pass:
         self.sizes: Dict[str, int] = {}
         self.hashing = any(g.cache is not None for g in groups) or index is not None
 
-    def provisional_model(self, spare) -> None:
-        """Build the model of the index's summaries before any worker is forked, and spare it from the GC."""
+    def provisional_model(self) -> None:
+        """Build the model of the index's summaries before any worker is forked."""
         if self.index is not None:
             self.index.model()
-            spare()
             give_back()  # (the texts read for the summaries)
 
     def answer_from_cache(self) -> Todo:
