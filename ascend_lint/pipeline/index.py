@@ -105,7 +105,6 @@ class ProjectIndex:
         self._tree_changes: Dict[str, Summary] = {}  # files that gained only tree facts since the model
         self._stored_digest: Optional[str] = None  # the digest of the model last loaded from the store
         self._built: Optional[ProjectModel] = None  # the model last built here (its lookups serve the next build)
-        self._same: Dict[str, Summary] = {}  # content hash -> the summary files with those bytes share (see _one_copy)
         self.scope: Optional[ImportScope] = None  # set: the index holds the linted files and what they import
         self.report = DiscoveryReport()  # what listing the files could not do (the faces print it)
         self.progress = Progress.off()
@@ -269,22 +268,7 @@ class ProjectIndex:
                     changed.append(rel)
         return changed
 
-    def _one_copy(self, sha: str, summary: Summary) -> Summary:
-        """The summary object every file with the same bytes shares (a model zoo copies files by the
-        thousand: 30 % of ModelZoo-PyTorch's files repeat another's bytes). Summaries are never changed in
-        place. Kept until `save`, the end of a run."""
-        if not sha or sha.startswith("buffer:"):
-            return summary
-        first = self._same.get(sha)
-        if first is summary:
-            return summary
-        if first is not None and first == summary:
-            return first
-        self._same[sha] = summary  # (the first, or a newer one: complete where the first was text-only)
-        return summary
-
     def _set(self, rel: str, summary: Summary, sha: str) -> None:
-        summary = self._one_copy(sha, summary)
         self.summaries[rel] = summary
         self.shapes[rel] = None  # computed when a digest needs it
         if sha:
@@ -314,7 +298,7 @@ class ProjectIndex:
         rel = self.relpath(path)
         if rel is None:
             return
-        summary = self._one_copy(sha, summary if summary is not None else _empty())
+        summary = summary if summary is not None else _empty()
         old = self.summaries.get(rel)
         if old != summary:
             old_shape = self.shapes.get(rel) if self.store is not None else None
@@ -417,7 +401,6 @@ class ProjectIndex:
         return ProjectView(model, module_id(rel) if rel is not None else None, rel or "", self.summary_of)
 
     def save(self) -> None:
-        self._same = {}
         if self.store is not None:
             model = self.model()
             complete = not self.incomplete() and not any(h.startswith("buffer:") for h in self.hashes.values())
