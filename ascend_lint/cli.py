@@ -4,23 +4,28 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import json
 import os
+import shutil
 import sys
 import traceback
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Type
+from typing import Callable, Iterator, List, Optional, Sequence, TextIO, Type
 
 from . import __version__
 from .config import ConfigError, ConfigResolver, Settings, load_settings, rebase_pattern
-from .pipeline.discovery import DiscoveryReport, Target, discover
 from .docs import fix_label, measured, precision_label, rule_text, rules_markdown, status
-from .engine.linter import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, error_finding, sorted_findings
-from .fileio import SourceError, read_source, split_lines
-from .pipeline.root import find_project_root
+from .engine.linter import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, parse, sorted_findings
+from .engine.noqa import add_noqa_to_lines
+from .fileio import SourceError, read_source, split_lines, write_source
+from .pipeline.discovery import Target
+from .pipeline.progress import Progress
+from .pipeline.run import FixRequest, Found, Request, find_files, lint_run, lint_stdin
+from .pipeline.runner import SourceLines
+from .pipeline.workspace import Workspace
 from .registry import Registry, RegistryError, load_registry, print_warnings
 from .reporters import FORMATS, Report, display_path, get_reporter
-from .rule import Applicability, Finding, Rule, wants_precision
+from .rule import Applicability, Finding, Rule
 from .sanitize import sanitize, sanitize_lines
-from .pipeline.workspace import Configured, Workspace
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -173,8 +178,6 @@ def run_rules(args: argparse.Namespace) -> int:
     if args.output_format == "markdown":
         sys.stdout.write(rules_markdown(rules))
     elif args.output_format == "json":
-        import json
-
         rows = [{"code": r.code, "name": r.name, "pack": r.pack, "status": status(r), "fix": fix_label(r),
                  "severity": r.severity.value, "npu_context": r.npu_context, "message": r.message,
                  "precision": measured(r)} for r in rules]
@@ -191,7 +194,7 @@ def run_rules(args: argparse.Namespace) -> int:
 
 def run_server() -> int:
     try:
-        from .server import main as serve
+        from .server import main as serve  # (pygls is imported only for the server: start-up)
     except ImportError as exc:
         raise UsageError(f"the language server needs pygls ({exc.name or exc}): "
                          "pip install 'ascend-lint[server]'") from None
@@ -255,88 +258,54 @@ def _use_color(stream: TextIO) -> bool:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    """`check`: the run's settings and rules, then the pipeline (pipeline/run.py), then the report."""
     resolver = resolve_settings(args)
     settings = resolver.run  # the run-wide keys (fix, output format, cache) come from here
     registry = _registry()
     paths = stdin_paths(args) or args.paths or ["."]
-    configured = Workspace(resolver, registry, paths, cache=not args.no_cache)
-    configured.rules(settings)  # a bad selection is an error before anything is read
+    workspace = Workspace(resolver, registry, paths, cache=not args.no_cache)
+    workspace.rules(settings)  # a bad selection is an error before anything is read
     if "-" in paths:
-        if len(paths) > 1:
-            raise UsageError("'-' (stdin) cannot be combined with other paths")
-        file_settings = resolver.for_path(args.stdin_filename) if args.stdin_filename else settings
-        if args.show_settings:
-            return show_settings(file_settings, configured.linter(file_settings).rules, args.stdin_filename or "-")
-        if args.show_files:
-            return EXIT_OK  # like ruff: stdin is no file to list
-        return check_stdin(args, file_settings, configured.linter(file_settings), registry, resolver)
-    found = DiscoveryReport()
-    targets, missing = discover(paths, settings, found, resolver=resolver)
-    print_warnings(found.warnings)
-    if args.show_files:
-        return show_files(targets, missing)
-    if args.show_settings:
-        path = targets[0].path if targets else paths[0]
-        file_settings = resolver.for_path(path)
-        return show_settings(file_settings, configured.linter(file_settings).rules, path)
-    results: List[FileResult] = [FileResult(p, [error_finding(p, "no such file or directory")]) for p in missing]
-    results += [FileResult(d, [error_finding(d, f"directory not linted: {why}")]) for d, why in found.unreadable]
-    if not targets and not missing and not found.unreadable and not args.quiet:
+        return check_stdin(args, paths, workspace)
+    request = run_request(args, paths, settings)
+    if args.show_files or args.show_settings:
+        return show(args, find_files(paths, workspace), workspace)
+    run = lint_run(request, workspace)
+    for message in run.refused:  # broken configurations: named once; their files were not linted
+        print(f"ascend-lint: error: {sanitize(message)}", file=sys.stderr)
+    if run.refused and not run.results:
+        return EXIT_ERROR  # (nothing was linted: no report)
+    if not (run.found.targets or run.found.missing or run.found.report.unreadable or run.refused or args.quiet):
         # nothing to lint (pre-commit passed no files, or all excluded): say so, and still write the report
         print("warning: No Python files found under the given path(s)", file=sys.stderr)
-    keep_sources = bool(settings.fix or args.diff or args.add_noqa)  # else reports read lines lazily
-    results += lint_projects(args, paths, configured, targets, registry, keep_sources)
     if args.add_noqa:
-        return add_noqa(results)
-    fixed = held_back = 0
-    if settings.fix or args.diff:
-        from .fix.command import fix_results  # libcst is imported only on this path
-
-        outcome = fix_results(results, configured.linter(settings), settings, diff=args.diff,
-                              show=args.show_fixes, linters=configured.linter_for)
-        if args.diff:  # (a file whose diff cannot be shown would still change)
-            return EXIT_FINDINGS if outcome.changed or outcome.unshown else EXIT_OK
-        fixed, held_back = outcome.fixed, outcome.held_back
+        return add_noqa(run.results)
+    if args.diff:  # (a file whose diff cannot be shown would still change)
+        return EXIT_FINDINGS if run.fixes.changed or run.fixes.unshown else EXIT_OK
+    fixed = run.fixes.fixed if run.fixes is not None else 0
     if args.fix_only:
-        return report_fix_only(args, fixed, sys.stdout, held_back)
-    return emit(args, settings, registry, results, fixed, configured.linter_for)
+        return report_fix_only(args, fixed, sys.stdout, run.fixes.held_back if run.fixes is not None else 0)
+    code = emit(args, settings, registry, run.results, fixed, workspace.linter_for)
+    return EXIT_ERROR if run.refused else code
 
 
-def lint_projects(args: argparse.Namespace, paths: Sequence[str], configured: Workspace,
-                  targets: Sequence[Target], registry: Registry, keep_sources: bool) -> List[FileResult]:
-    """Lint the targets project by project (one project model each), each file with its configuration's
-    Linter and result cache."""
-    from .pipeline.runner import Group, lint_groups
-
-    projects: Dict[str, List[Configured]] = {}
-    for group in configured.groups(targets):  # (the project root: project/root.py decides it)
-        projects.setdefault(find_project_root(paths, group.settings.root_config), []).append(group)
-    results: List[FileResult] = []
-    for root, groups in projects.items():
-        listed = [t.path for g in groups for t in g.targets]
-        precision = wants_precision(r for g in groups for r in g.linter.rules)
-        index = open_project(paths, groups[0].settings, args, listed, configured.resolver, precision)
-        runs = []
-        for group in groups:
-            cache = None
-            if not args.no_cache:
-                from .pipeline.cache import ResultCache
-
-                cache = ResultCache.open(group.settings, group.linter.rules, registry.fingerprint(), project=True)
-            runs.append(Group(group.linter, group.targets, cache))
-        results += lint_groups(runs, _jobs(args), keep_sources, index)
-    return sorted(results, key=lambda r: r.path)
+def run_request(args: argparse.Namespace, paths: Sequence[str], settings: Settings) -> Request:
+    """What the command line asks of the run."""
+    fixing = bool(settings.fix or args.diff) and not args.add_noqa
+    fmt = settings.output_format or "full"
+    return Request(paths, jobs=_jobs(args), cache=not args.no_cache,
+                   keep_sources=bool(settings.fix or args.diff or args.add_noqa),  # else reports read lines lazily
+                   fix=FixRequest(diff=args.diff, show=args.show_fixes) if fixing else None,
+                   progress=Progress.for_terminal(sys.stderr, quiet=args.quiet, human=fmt in ("full", "concise")))
 
 
-def open_project(paths: Sequence[str], settings: Settings, args: argparse.Namespace,
-                 listed: Optional[Sequence[str]] = None, resolver: Optional[ConfigResolver] = None,
-                 precision: bool = True):
-    """The project index of the linted paths (the project model's one entry point); `precision`: does an
-    enabled rule read the training precision it gathers?"""
-    from .pipeline.index import ProjectIndex
-
-    return ProjectIndex.open(paths, settings, cache=not args.no_cache, listed=listed, resolver=resolver,
-                             jobs=_jobs(args), precision=precision)
+def show(args: argparse.Namespace, found: Found, workspace: Workspace) -> int:
+    """`--show-files` or `--show-settings` (of the first file found, else of the first path)."""
+    if args.show_files:
+        return show_files(found.targets, found.missing)
+    path = found.targets[0].path if found.targets else (args.paths or ["."])[0]
+    file_settings = workspace.resolver.for_path(path)
+    return show_settings(file_settings, workspace.linter(file_settings).rules, path)
 
 
 def _jobs(args: argparse.Namespace) -> int:
@@ -345,82 +314,59 @@ def _jobs(args: argparse.Namespace) -> int:
     return args.jobs or (os.cpu_count() or 1)
 
 
-def check_stdin(args, settings: Settings, linter: Linter, registry: Registry,
-                resolver: Optional[ConfigResolver] = None) -> int:
+def check_stdin(args: argparse.Namespace, paths: Sequence[str], workspace: Workspace) -> int:
+    """`check -` (or `--stdin-filename`): lint stdin, fix it to stdout with `--fix`."""
+    if len(paths) > 1:
+        raise UsageError("'-' (stdin) cannot be combined with other paths")
+    resolver = workspace.resolver
+    settings = resolver.for_path(args.stdin_filename) if args.stdin_filename else resolver.run
+    if args.show_settings:
+        return show_settings(settings, workspace.linter(settings).rules, args.stdin_filename or "-")
+    if args.show_files:
+        return EXIT_OK  # like ruff: stdin is no file to list
     raw = sys.stdin.buffer.read(settings.max_file_size + 1)  # more than the cap: `file too large`
-    path = args.stdin_filename or "-"
-    if args.stdin_filename:  # the buffer stands for that file of its project: the others give their facts
-        linter.project = open_project([path], settings, args, resolver=resolver, precision=linter.precision)
-        _refresh_from_buffer(linter.project, path, raw)
-        linter.project.save()
-    result = linter.lint_bytes(raw, path)
-    fixed = 0
-    if settings.fix or args.diff:
-        from .fix.command import fix_stdin
+    result, linter = lint_stdin(workspace, raw, args.stdin_filename)
+    if not (settings.fix or args.diff):
+        return emit(args, settings, workspace.registry, [result], 0)
+    from .fix.command import fix_stdin  # (libcst is imported only when fixes are asked for: start-up)
 
-        output, fixed, result = fix_stdin(raw, result, linter, settings, diff=args.diff)
-        if isinstance(output, bytes):  # the fixed source, in the input's own encoding and newlines
-            sys.stdout.flush()
-            sys.stdout.buffer.write(output)
-            if len(raw) > settings.max_file_size:  # too large to lint: pass the rest through unchanged
-                import shutil
+    output, fixed, result = fix_stdin(raw, result, linter, settings, diff=args.diff)
+    write_fixed_stdin(output, raw, settings.max_file_size)
+    if args.diff:
+        return EXIT_FINDINGS if fixed else EXIT_OK
+    if args.fix_only:
+        from .fix.policy import held_back
 
-                shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-        else:
-            sys.stdout.write(output)
-        if args.diff:
-            return EXIT_FINDINGS if fixed else EXIT_OK
-        if args.fix_only:
-            from .fix.policy import held_back
-
-            return report_fix_only(args, fixed, sys.stderr, held_back(result.findings, settings))  # stdout: source
-        if args.exit_zero:
-            return EXIT_OK
-        return EXIT_FINDINGS if result.findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
-    return emit(args, settings, registry, [result], fixed)
+        return report_fix_only(args, fixed, sys.stderr, held_back(result.findings, settings))  # stdout: source
+    if args.exit_zero:
+        return EXIT_OK
+    return EXIT_FINDINGS if result.findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
 
 
-def _refresh_from_buffer(index, path: str, raw: bytes) -> None:
-    from .fileio import SourceError, decode_source
-
-    try:
-        text = decode_source(raw)[0]
-    except SourceError:
-        text = ""
-    index.refresh(path, text)
-    index.complete()
+def write_fixed_stdin(output, raw: bytes, max_size: int) -> None:
+    """The fixed source (in the input's own encoding and newlines), or the diff, on stdout."""
+    if not isinstance(output, bytes):
+        sys.stdout.write(output)
+        return
+    sys.stdout.flush()
+    sys.stdout.buffer.write(output)
+    if len(raw) > max_size:  # too large to lint: pass the rest through unchanged
+        shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
+    sys.stdout.buffer.flush()
 
 
 def emit(args, settings: Settings, registry: Registry, results: Sequence[FileResult], fixed: int,
          linter_for: Optional[Callable[[str], Linter]] = None) -> int:
-    for result in results:  # each file's own `extend-safe-fixes` / `extend-unsafe-fixes`
-        own = linter_for(result.path).settings if linter_for and result.findings else settings
-        if own.extend_safe_fixes or own.extend_unsafe_fixes:
-            from .fix.policy import apply_fix_settings  # cheap: libcst is imported only to apply a fix
-
-            apply_fix_settings(result.findings, own)
+    """Write the report (its format, its file) and the summary; the exit code."""
+    _apply_own_fix_settings(results, settings, linter_for)
     findings = sorted_findings(results)
-    from .pipeline.runner import SourceLines
-
-    sources = SourceLines(results)  # read one file at a time, only where a snippet is shown
     fmt = settings.output_format or "full"
     if fmt not in FORMATS:
         raise UsageError(f"unknown output format {fmt!r} (choose from {', '.join(sorted(FORMATS))})")
     human = fmt in ("full", "concise")
-    report = Report(findings, registry.rules, sources, fixed=fixed, unsafe_fixes=settings.unsafe_fixes,
-                    files=len(results), text_of=_texts(results))
-    if args.statistics:
-        from .reporters.statistics import render_statistics
-
-        with report_stream(args.output_file) as out:
-            render_statistics(findings, settings.unsafe_fixes, fmt == "json", out)
-    elif args.output_file:
-        with report_stream(args.output_file) as handle:
-            get_reporter(fmt)(report, handle)
-    else:
-        report.color = human and _use_color(sys.stdout)
-        get_reporter(fmt)(report, sys.stdout)
+    report = Report(findings, registry.rules, SourceLines(results), fixed=fixed, unsafe_fixes=settings.unsafe_fixes,
+                    files=len(results), text_of=_texts(results))  # (snippets read one file at a time)
+    write_report(args, report, fmt, human)
     if not args.quiet and (human or args.output_file or args.statistics) and not (
             args.statistics and fmt == "json" and not args.output_file):
         write_summary(findings, fixed, settings, sys.stdout)
@@ -428,6 +374,31 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
+
+
+def _apply_own_fix_settings(results: Sequence[FileResult], settings: Settings,
+                            linter_for: Optional[Callable[[str], Linter]]) -> None:
+    """Each file's own `extend-safe-fixes` / `extend-unsafe-fixes` decide how its fixes are shown."""
+    for result in results:
+        own = linter_for(result.path).settings if linter_for and result.findings else settings
+        if own.extend_safe_fixes or own.extend_unsafe_fixes:
+            from .fix.policy import apply_fix_settings  # (cheap: libcst is imported only to apply a fix)
+
+            apply_fix_settings(result.findings, own)
+
+
+def write_report(args: argparse.Namespace, report: Report, fmt: str, human: bool) -> None:
+    if args.statistics:
+        from .reporters.statistics import render_statistics  # (only for --statistics: start-up)
+
+        with report_stream(args.output_file) as out:
+            render_statistics(report.findings, report.unsafe_fixes, fmt == "json", out)
+    elif args.output_file:
+        with report_stream(args.output_file) as handle:
+            get_reporter(fmt)(report, handle)
+    else:
+        report.color = human and _use_color(sys.stdout)
+        get_reporter(fmt)(report, sys.stdout)
 
 
 @contextlib.contextmanager
@@ -517,7 +488,7 @@ def show_files(targets: Sequence[Target], missing: Sequence[str]) -> int:
 
 def show_settings(settings: Settings, rules: Sequence[Type[Rule]], path: str) -> int:
     """`--show-settings`: the resolved settings for `path`, each with where its value came from."""
-    from .settings_view import settings_lines
+    from .settings_view import settings_lines  # (only for --show-settings: start-up)
 
     sys.stdout.write(f'Resolved settings for: "{display_path(path)}"\n')
     for line in settings_lines(settings, rules, path):
@@ -548,10 +519,6 @@ def write_porting_hint(results: Sequence[FileResult], out: TextIO) -> None:
 
 def add_noqa(results: Sequence[FileResult]) -> int:
     """Append `# noqa: CODES` to every reported line; written under the same policy as `--fix`."""
-    from .engine.linter import parse
-    from .fileio import SourceError, write_source
-    from .engine.noqa import add_noqa_to_lines
-
     total = 0
     for result in results:
         source = result.source

@@ -215,6 +215,17 @@ def _yaml_loader() -> Any:
     return BoundedSafeLoader
 
 
+def _yaml_problem(exc: Exception) -> str:
+    """A YAML error on one line: the problem, where it is, and what the parser was reading."""
+    problem = getattr(exc, "problem", None)
+    if not problem:
+        return " ".join(str(exc).split())
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    context = getattr(exc, "context", None)
+    return f"{problem}{where}" + (f" ({context})" if context else "")
+
+
 def load_table(path: str) -> Dict[str, Any]:
     """The raw ascend-lint table of a config file (never executes code: TOML, or YAML through a SafeLoader
     without aliases), checked for size and nesting before anything else looks at it."""
@@ -225,7 +236,7 @@ def load_table(path: str) -> Dict[str, Any]:
         try:
             data = yaml.load(raw.decode("utf-8"), Loader=_yaml_loader())  # noqa: S506 (a SafeLoader)
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+            raise ConfigError(f"{path}: invalid YAML: {_yaml_problem(exc)}") from None
         except (RecursionError, MemoryError):
             raise ConfigError(f"{path}: invalid YAML: nested too deeply to read") from None
         if data is None:
@@ -428,6 +439,7 @@ class ConfigResolver:
         self._own: Dict[str, Optional[str]] = {}  # directory -> the configuration file in it, if any
         self._settings: Dict[Optional[str], Settings] = {}  # configuration file -> resolved settings
         self.nested_projects: set = set()  # directories a project listing left out: projects of their own
+        self._broken: Dict[Optional[str], ConfigError] = {}  # configuration file -> why it cannot be used
         if run.config_path and hierarchical:
             self._settings[run.config_path] = self.run
 
@@ -478,9 +490,15 @@ class ConfigResolver:
         if not self.hierarchical:
             return self.run
         settings = self._settings.get(config)
+        if settings is None and config in self._broken:
+            raise self._broken[config]  # (read once: the same error for each file it governs)
         if settings is None:
-            base = load_config(config) if config else defaults(self.run.project_root if not self.run.config_path
-                                                              else os.getcwd())
+            try:
+                base = load_config(config) if config else defaults(self.run.project_root if not self.run.config_path
+                                                                  else os.getcwd())
+            except ConfigError as exc:
+                self._broken[config] = exc
+                raise
             settings = self.cli(base)
             origins = {attr: where for attr, where in settings.origins.items() if attr not in RUN_WIDE}
             origins.update({attr: self.run.origins[attr] for attr in RUN_WIDE if attr in self.run.origins})

@@ -19,10 +19,10 @@ from typing import Any, ClassVar, Dict, Iterator, Optional, Sequence, Tuple
 
 from . import __version__
 from .config import TARGETS, ConfigError, ConfigResolver, load_settings
-from .engine.linter import Linter
 from .fileio import SourceError, check_size
 from .sanitize import sanitize
 from .registry import PARSE_ERROR_CODE, RegistryError, load_registry, print_warnings
+from .pipeline.run import lint_buffer
 from .pipeline.workspace import Workspace
 
 Error = Tuple[int, int, str, type]
@@ -106,23 +106,19 @@ class AscendLintChecker:
             workspace = cls._workspaces[key] = build_workspace(cls.preview, cls.target, key[2], key[3])
         return workspace
 
-    def linter(self) -> Linter:
-        """This file's Linter: its closest configuration's, bound to its project's model."""
-        return self.workspace().project_linter(self.filename if self.filename not in ("stdin", "-") else
-                                               os.path.join(os.getcwd(), "stdin.py"))
-
     def run(self) -> Iterator[Error]:
         """Yield (line, 0-based column, 'ASCnnn message', type) for flake8."""
         kind = type(self)
         text = "".join(self.lines)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
+        buffer = self.filename in ("stdin", "-") or not os.path.isfile(self.filename)  # (it stands for the file)
         try:
-            linter = self.linter()
-            if len(text) * 4 > linter.settings.max_file_size:  # flake8 read it; the cap still applies
-                check_size(text.encode("utf-8", "surrogatepass"), linter.settings.max_file_size)
-            if self.filename in ("stdin", "-") or not os.path.isfile(self.filename):
-                linter.project.refresh(self.filename, text, tree)  # the buffer stands for that file
-            findings = linter.check(text, self.filename, tree=tree, line_noqa=False)
+            workspace = self.workspace()
+            max_size = workspace.resolver.for_path(self.filename).max_file_size
+            if len(text) * 4 > max_size:  # flake8 read it; the cap still applies
+                check_size(text.encode("utf-8", "surrogatepass"), max_size)
+            findings = lint_buffer(workspace, self.filename, text, tree, replaces_file=buffer,
+                                   line_noqa=False).findings
         except SourceError as exc:
             yield exc.line, max(exc.col - 1, 0), f"{PARSE_ERROR_CODE} {_one_line(exc.reason)}", kind
             return

@@ -29,13 +29,14 @@ from .core_rules import PARSE_ERROR_CODE, UNUSED_NOQA_CODE
 from .pipeline.discovery import Excluder
 from .docs import rule_markdown, rule_url
 from .fix.edits import TextEdit, fix_edits
-from .engine.linter import Linter, error_finding, parse
+from .engine.linter import Linter
 from .fileio import SourceError, read_source, split_lines
 from .engine.noqa import NOQA_RE, add_noqa_to_lines
 from .pipeline.root import is_marked
 from .analysis.view import replay
 from .registry import Registry, RegistryError, load_registry
 from .rule import Applicability, Finding, Rule, Severity
+from .pipeline.run import BufferResult, lint_buffer
 from .pipeline.workspace import Workspace
 
 SECTION = "ascend-lint"
@@ -79,15 +80,7 @@ def editor_settings(raw: Any) -> Tuple[Dict[str, Any], List[str]]:
     return out, problems
 
 
-@dataclass
-class Linted:
-    """One lint of a document: its findings, the Linter used, the project questions asked (deps) and the
-    project index it was linted against (None: excluded, or not linted)."""
-
-    findings: List[Finding]
-    linter: Linter
-    deps: List[list] = field(default_factory=list)
-    index: Any = None
+Linted = BufferResult  # one lint of a document (the pipeline's one-file result)
 
 
 @dataclass
@@ -160,22 +153,7 @@ class LintSession:
         linter, excluder = self.linter_for(path)
         if os.path.isabs(path) and excluder.excluded(path, False):
             return Linted([], linter)
-        index = self.workspace().index_for(path) if self.in_a_project(path, linter.settings) else None
-        if index is not None:
-            linter = self.workspace().linter(linter.settings, index)
-        try:
-            tree = parse(text, path)
-        except SourceError as exc:
-            if index is not None:
-                index.refresh(path, text)  # a file that does not parse contributes no facts
-            return Linted([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], index)
-        if index is not None:
-            index.refresh(path, text, tree)
-        try:
-            analysis = linter.analyse(text, path, tree)
-        except SourceError as exc:
-            return Linted([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], index)
-        return Linted(analysis.findings, linter, analysis.deps or [], index)
+        return lint_buffer(self.workspace(), path, text, in_project=self.in_a_project(path, linter.settings))
 
     def in_a_project(self, path: str, settings: Settings) -> bool:
         """A file outside the workspace that no configuration or marker places in a project is linted on
@@ -445,7 +423,7 @@ class AscendLintServer(LanguageServer):
         return positions.edit(TextEdit(f.line, 1, f.line, len(line) + 1, changed[0]))
 
     def fix_all_action(self, uri: str, state: DocumentState, positions: Positions) -> Optional[types.CodeAction]:
-        from .fix.fixer import fix_text, is_applicable
+        from .fix.fixer import fix_text, is_applicable  # (libcst is imported only to fix: start-up)
 
         settings = state.linter.settings
         if not any(is_applicable(f, settings) for f in state.findings):

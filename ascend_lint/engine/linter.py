@@ -229,39 +229,14 @@ class Linter:
     def _walk(self, rules: List[Type[Rule]], text: str, path: str, tree: Optional[ast.Module],
               view: Optional[ProjectView], summarize: bool, light: Optional[Summary]) -> "_Walk":
         """Run the rules that can apply over one walk of the file (see `_Walk`)."""
-        skipped: Set[str] = set()  # rules silent here because of the file's context (NPU, migration, tests)
-        if path_reason(project_relative(path, self._root)) is not None:  # a test, benchmark or offline tool
-            skipped.update(r.code for r in rules if r.training_code_only)
-            rules = [r for r in rules if not r.training_code_only]
-        scan = TriggerText(text)
-        gate = scan.occurs_plainly
-        passed = {group: any(map(gate, group)) for group in self._file_gates}  # (few distinct groups)
-        rules = [r for r in rules if passed[r.file_triggers or ("",)]]
-        if not rules:  # no framework name: nothing could match (the stdlib-sized fast path)
-            return _Walk([], skipped, None, (), self._unparsed_summary(text, path, light) if summarize else None)
-        aliases = scan.import_aliases()
-        renamed = renamed_imports(aliases)
-
-        def applies(rule: Type[Rule]) -> bool:  # (only the triggers of rules still in play are tested)
-            present = scan.may_occur(rule.triggers or ("",))  # (texts that are not words: maybe)
-            return (not self.prune or any(present[t] for t in rule.triggers or ("",))
-                    or bool(renamed) and renames_trigger(renamed, rule.triggers))
-
-        notes: Tuple[str, ...] = ()
-        if self.settings.target != "npu" and not any(scan.occurs(h) for h in NPU_HINTS) and (
-                view is None or view.npu() is None):  # (not NPU code, and no NPU entry script runs it)
-            gated = [r for r in rules if r.npu_context]
-            skipped.update(r.code for r in gated)
-            rules = [r for r in rules if not r.npu_context]
-            if "cuda" in text and any(applies(r) for r in gated):
-                notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
-        rules = [r for r in rules if applies(r)]
-        if not rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
-            return _Walk([], skipped, None, notes, self._unparsed_summary(text, path, light) if summarize else None)
+        plan = self._plan(rules, text, path, view)
+        if not plan.rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
+            summary = self._unparsed_summary(text, path, light) if summarize else None
+            return _Walk([], plan.skipped, None, plan.notes, summary)
         if tree is None:
             with gc_paused():
                 tree = parse(text, path)
-        ctx = FileContext(path, text, tree, self.settings.target, self._root, occurs=scan.occurs,
+        ctx = FileContext(path, text, tree, self.settings.target, self._root, occurs=plan.scan.occurs,
                           project=view or NULL_VIEW, migrating_modules=tuple(self.settings.migrating_modules))
         summary = None
         if summarize or view is None:
@@ -272,16 +247,58 @@ class Linter:
             view = single_file_view(summary, path)
             ctx.attach(view)
             summary = summary if summarize else None
+        instances = self._instances(plan, ctx, text)
+        findings = self._run(instances, ctx, plan) if instances else []
+        return _Walk(findings, plan.skipped, (ctx.lines if findings else None), plan.notes, summary, view.deps)
+
+    def _plan(self, rules: List[Type[Rule]], text: str, path: str, view: Optional[ProjectView]) -> "_Plan":
+        """The rules that may find something in this text (a trigger of theirs occurs in it), and the ones
+        silent here because of the file's context."""
+        plan = _Plan(rules, set(), (), TriggerText(text))
+        if path_reason(project_relative(path, self._root)) is not None:  # a test, benchmark or offline tool
+            plan.skip([r for r in rules if r.training_code_only])
+        gate = plan.scan.occurs_plainly
+        passed = {group: any(map(gate, group)) for group in self._file_gates}  # (few distinct groups)
+        plan.rules = [r for r in plan.rules if passed[r.file_triggers or ("",)]]
+        if not plan.rules:  # no framework name: nothing could match
+            return plan
+        plan.aliases = plan.scan.import_aliases()
+        plan.renamed = renamed_imports(plan.aliases)
+        self._gate_npu(plan, text, view)
+        plan.rules = [r for r in plan.rules if self._applies(r, plan)]
+        return plan
+
+    def _gate_npu(self, plan: "_Plan", text: str, view: Optional[ProjectView]) -> None:
+        """Skip the NPU-context rules in a file that is not NPU code and that no NPU entry script runs."""
+        if self.settings.target == "npu" or any(plan.scan.occurs(h) for h in NPU_HINTS) or (
+                view is not None and view.npu() is not None):
+            return
+        gated = [r for r in plan.rules if r.npu_context]
+        plan.skip(gated)
+        if "cuda" in text and any(self._applies(r, plan) for r in gated):
+            plan.notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
+
+    def _applies(self, rule: Type[Rule], plan: "_Plan") -> bool:
+        """May the rule match here? (only the triggers of rules still in play are tested)"""
+        present = plan.scan.may_occur(rule.triggers or ("",))  # (texts that are not words: maybe)
+        return (not self.prune or any(present[t] for t in rule.triggers or ("",))
+                or bool(plan.renamed) and renames_trigger(plan.renamed, rule.triggers))
+
+    def _instances(self, plan: "_Plan", ctx: FileContext, text: str) -> List[Rule]:
+        """The rules made for this file, but those its context silences (not NPU code, auto-migrated)."""
         instances = []
-        for rule in rules:
+        for rule in plan.rules:
             if (rule.npu_context and not ctx.npu) or (rule.silent_when_auto_migrated and ctx.auto_migrated):
-                skipped.add(rule.code)
+                plan.skipped.add(rule.code)
                 if rule.npu_context and not ctx.npu and "cuda" in text:
-                    notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
+                    plan.notes = (NPU_RULES_SKIPPED_FOR_CUDA,)
                 continue
             instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
-        if not instances:
-            return _Walk([], skipped, None, notes, summary, view.deps)
+        return instances
+
+    def _run(self, instances: List[Rule], ctx: FileContext, plan: "_Plan") -> List[Finding]:
+        """One walk of the tree calling each rule's handlers (statements whose lines hold no trigger of the
+        rules are not descended into), then each rule's `end_file`: the findings."""
         table: Dict[type, list] = {}
         triggers: Set[str] = set()
         prune = self.prune
@@ -295,9 +312,9 @@ class Linter:
                     table.setdefault(node_type, []).append(getattr(inst, name))
         hit_lines = None
         if prune:
-            present = scan.may_occur(triggers)
-            words = alias_words(aliases, tuple(sorted(triggers))) if aliases else ()
-            hit_lines = scan.lines(sorted(t for t in triggers if present[t]), words)
+            present = plan.scan.may_occur(triggers)
+            words = alias_words(plan.aliases, tuple(sorted(triggers))) if plan.aliases else ()
+            hit_lines = plan.scan.lines(sorted(t for t in triggers if present[t]), words)
         try:
             Walker(ctx, table, hit_lines).run()
             for inst in instances:
@@ -306,8 +323,26 @@ class Linter:
             raise SourceError("too deeply nested to analyse (RecursionError)") from None
         except Exception as exc:  # a rule bug must not end the run: report it on this file
             raise SourceError(f"internal error in rule {_failing_rule(exc)} ({exc!r}); please report it") from None
-        findings: List[Finding] = [f for inst in instances for f in inst.findings]
-        return _Walk(findings, skipped, (ctx.lines if findings else None), notes, summary, view.deps)
+        return [f for inst in instances for f in inst.findings]
+
+
+@dataclass
+class _Plan:
+    """Which rules run on a file: those left, the codes skipped for the file's context, the run's notes,
+    the file's trigger text and its import aliases."""
+
+    rules: List[Type[Rule]]
+    skipped: Set[str]
+    notes: Tuple[str, ...]
+    scan: TriggerText
+    aliases: List[Tuple[str, str]] = field(default_factory=list)  # (imported name, local name)
+    renamed: str = ""  # see triggers.renamed_imports
+
+    def skip(self, rules: Sequence[Type[Rule]]) -> None:
+        if rules:
+            dropped = set(rules)
+            self.skipped.update(r.code for r in rules)
+            self.rules = [r for r in self.rules if r not in dropped]
 
 
 @dataclass

@@ -13,11 +13,12 @@ import os
 import re
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..compat import slotted_dataclass
-from ..config import CONFIG_NAMES, ConfigResolver, Settings, ancestor, split_up
+from ..config import CONFIG_NAMES, ConfigError, ConfigResolver, Settings, ancestor, split_up
 
 PY_SUFFIXES = (".py", ".pyi")
 RACY_NS = 2_000_000_000  # a directory changed this recently is listed again next time
@@ -40,10 +41,16 @@ class Target:
 
 @dataclass
 class DiscoveryReport:
-    """What discovery could not do: rejected patterns (warnings) and directories it could not list."""
+    """What discovery could not do: rejected patterns (warnings), directories it could not list and broken
+    configurations (each named once; the files they govern are left out)."""
 
     warnings: List[str] = field(default_factory=list)
     unreadable: List[Tuple[str, str]] = field(default_factory=list)  # (directory, reason)
+    refused: List[str] = field(default_factory=list)  # ConfigError messages
+
+    def refuse(self, error: Exception) -> None:
+        if str(error) not in self.refused:
+            self.refused.append(str(error))
 
 
 class Matcher:
@@ -63,8 +70,10 @@ class Matcher:
         good: List[str] = []
         for number, line in enumerate(lines, 1):
             try:
-                pathspec.GitIgnoreSpec.from_lines([line])
-            except Exception as exc:  # GitIgnorePatternError, re.error ([z-a]), ...
+                with warnings.catch_warnings():  # a regex Python may read otherwise one day ([[:x:]]): refused
+                    warnings.simplefilter("error", FutureWarning)
+                    pathspec.GitIgnoreSpec.from_lines([line])
+            except Exception as exc:  # GitIgnorePatternError, re.error ([z-a]), FutureWarning, ...
                 where = f"{origin}:{number}" if origin.endswith(".gitignore") else origin
                 report.warnings.append(f"{where}: pattern {line!r} ignored: {exc}")
                 continue
@@ -223,32 +232,46 @@ def discover(paths: Sequence[str], settings: Settings, report: Optional[Discover
             excluders[id(each)] = Excluder(each, report)
         return excluders[id(each)]
 
-    excluder = excluder_of(settings)
     switch = _switcher(resolver, excluder_of, project_root) if resolver is not None else None
     if listing is not None:
         listing.seen.clear()  # (what this walk reaches: prune() forgets the rest)
     found: Dict[str, Target] = {}
     missing: List[str] = []
     for raw in paths:
-        here = excluder_of(resolver.for_path(raw)) if resolver is not None and os.path.lexists(raw) else excluder
-        if os.path.isdir(raw) and not os.path.islink(raw) or (os.path.isdir(raw) and raw.endswith(os.sep)):
-            if settings.force_exclude and here.excluded(raw, True):
-                continue
-            _add_walked(found, raw, here, switch, listing)
-        elif os.path.isdir(raw):  # a symlink to a directory named explicitly
-            _add_walked(found, raw, here, switch, listing)
-        elif os.path.lexists(raw):
-            if settings.force_exclude and here.excluded(raw, False):
-                continue
-            found[os.path.normpath(raw)] = Target(os.path.normpath(raw), True)
-        else:
+        if not os.path.lexists(raw):
             missing.append(raw)
+            continue
+        try:  # (each path named: excluded by its own configuration's settings)
+            here = excluder_of(resolver.for_path(raw) if resolver is not None else settings)
+        except ConfigError as exc:  # a broken configuration stops only the files it governs
+            report.refuse(exc)
+            continue
+        _add_path(found, raw, settings.force_exclude, here, switch, listing)
     if own:
-        for message in report.warnings:
-            print(f"warning: {message}", file=sys.stderr)
-        for directory, reason in report.unreadable:
-            print(f"warning: {directory}: directory not linted: {reason}", file=sys.stderr)
+        _print_report(report)
     return [found[k] for k in sorted(found)], missing
+
+
+def _add_path(found: Dict[str, Target], raw: str, force_exclude: bool, excluder: Excluder, switch,
+              listing: Optional["Listing"]) -> None:
+    """A file named (a target even when excluded, unless `force_exclude`), or the files below a directory.
+    A symlink to a directory, named as such, is walked whatever the excludes say of its name."""
+    if os.path.isdir(raw):
+        symlink_named = os.path.islink(raw) and not raw.endswith(os.sep)
+        if not (force_exclude and not symlink_named and excluder.excluded(raw, True)):
+            _add_walked(found, raw, excluder, switch, listing)
+    elif not (force_exclude and excluder.excluded(raw, False)):
+        path = os.path.normpath(raw)
+        found[path] = Target(path, True)
+
+
+def _print_report(report: DiscoveryReport) -> None:
+    for message in report.warnings:
+        print(f"warning: {message}", file=sys.stderr)
+    for directory, reason in report.unreadable:
+        print(f"warning: {directory}: directory not linted: {reason}", file=sys.stderr)
+    for message in report.refused:
+        print(f"error: {message}", file=sys.stderr)
 
 
 def _add_walked(found: Dict[str, Target], raw: str, excluder: Excluder, switch, listing: Optional["Listing"]) -> None:
@@ -273,7 +296,11 @@ def _switcher(resolver: "ConfigResolver", excluder_of, project_root: Optional[st
     def switch(absolute: str, names, current: Excluder) -> Optional[Excluder]:
         if not names.intersection(CONFIG_NAMES):
             return current
-        settings = resolver.starts_config(absolute, names)
+        try:
+            settings = resolver.starts_config(absolute, names)
+        except ConfigError as exc:  # a broken configuration stops only the files it governs
+            current.report.refuse(exc)
+            return SKIP
         if settings is None:
             return current
         if root is not None and absolute != root and settings.root_config and \
@@ -329,48 +356,13 @@ def _walk(top: str, excluder: Excluder, switch=None, listing: Optional[Listing] 
     `_switcher` (hierarchical configuration); `listing`: see `Listing`."""
     absolute_top = os.path.abspath(top)
     chain: List[Tuple[str, Optional[Matcher]]] = list(excluder.chain_above(absolute_top))
-    fresh = False
-    if listing is not None:  # the .gitignore files above decide below: any change lists everything again
-        above = [[d, _stat_pair(os.path.join(d, ".gitignore"))] for d, _ in chain]
-        fresh = listing.above.get(absolute_top) != above
-        if fresh:
-            listing.above[absolute_top] = above
-            listing.changed = True
-    todo = [(top, absolute_top, chain, excluder, fresh)]
+    todo = [(top, absolute_top, chain, excluder, _gitignores_above_changed(listing, absolute_top, chain))]
     while todo:
         directory, absolute, chain, excluder, fresh = todo.pop()
-        known = listing.dirs.get(absolute) if listing is not None else None
-        if listing is not None:
-            listing.seen.add(absolute)
-        previous = known
-        if known is not None and (fresh or not _unchanged(directory, absolute, known, excluder.gitignore)):
-            known = None
-        names = set(known[5]) if known is not None else None
-        entries = None
-        if known is None:
-            entries = _scan(directory, excluder.report)
-            if entries is None:
-                continue
-            names = {e.name for e in entries[1]}
-        venv = known[4] if known is not None else "pyvenv.cfg" in names
-        if venv and directory != top:  # a virtualenv (found before descending)
+        listed = _listed(directory, absolute, chain, excluder, fresh, listing, switch, is_top=directory == top)
+        if listed is None:
             continue
-        if switch is not None and directory != top:
-            switched = switch(absolute, names, excluder)
-            if switched is SKIP:
-                continue
-            excluder = switched
-        if known is not None and known[6] != excluder.listing_key:
-            known, entries = None, _scan(directory, excluder.report)  # another configuration applies now
-            if entries is None:
-                continue
-        if known is None:
-            known = _list_directory(entries, absolute, chain, excluder)
-            # a .gitignore added, edited or removed here changes what is ignored below: list it all again
-            fresh = fresh or (previous is not None and previous[3] != known[3])
-            if listing is not None:
-                listing.dirs[absolute] = known
-                listing.changed = True
+        known, excluder, fresh = listed
         if known[3] is not None and excluder.gitignore:
             chain = [(absolute, None)] + chain  # (read only if a directory below is listed again)
         prefix = directory if directory.endswith(os.sep) else directory + os.sep
@@ -378,6 +370,66 @@ def _walk(top: str, excluder: Excluder, switch=None, listing: Optional[Listing] 
             yield prefix + name
         for name in reversed(known[2]):
             todo.append((os.path.join(directory, name), os.path.join(absolute, name), chain, excluder, fresh))
+
+
+def _gitignores_above_changed(listing: Optional[Listing], absolute_top: str, chain: list) -> bool:
+    """Did a .gitignore above `top` change since the listing was made? (then everything is listed again)"""
+    if listing is None:
+        return False
+    above = [[d, _stat_pair(os.path.join(d, ".gitignore"))] for d, _ in chain]
+    if listing.above.get(absolute_top) == above:
+        return False
+    listing.above[absolute_top] = above
+    listing.changed = True
+    return True
+
+
+def _listed(directory: str, absolute: str, chain: list, excluder: Excluder, fresh: bool,
+            listing: Optional[Listing], switch, is_top: bool) -> Optional[Tuple[list, Excluder, bool]]:
+    """(a directory's Listing entry, the excluder for below it, must what is below be listed again?), or
+    None when it is not walked (unreadable, a virtualenv, another project)."""
+    previous, known = _previous_entry(listing, directory, absolute, fresh, excluder.gitignore)
+    scanned = None if known is not None else _scan(directory, excluder.report)
+    if known is None and scanned is None:
+        return None
+    below = _excluder_below(known, scanned, absolute, excluder, switch, is_top)
+    if below is SKIP:
+        return None
+    if known is not None and known[6] != below.listing_key:
+        known, scanned = None, _scan(directory, below.report)  # another configuration applies now
+        if scanned is None:
+            return None
+    if known is None:
+        known = _list_directory(scanned, absolute, chain, below)
+        # a .gitignore added, edited or removed here changes what is ignored below: list it all again
+        fresh = fresh or (previous is not None and previous[3] != known[3])
+        if listing is not None:
+            listing.dirs[absolute] = known
+            listing.changed = True
+    return known, below, fresh
+
+
+def _previous_entry(listing: Optional[Listing], directory: str, absolute: str, fresh: bool,
+                    gitignore: bool) -> Tuple[Optional[list], Optional[list]]:
+    """(the listing's entry for a directory, that entry if it still holds)."""
+    if listing is None:
+        return None, None
+    listing.seen.add(absolute)
+    previous = listing.dirs.get(absolute)
+    if previous is None or fresh or not _unchanged(directory, absolute, previous, gitignore):
+        return previous, None
+    return previous, previous
+
+
+def _excluder_below(known: Optional[list], scanned: Optional[tuple], absolute: str, excluder: Excluder, switch,
+                    is_top: bool) -> Optional[Excluder]:
+    """The excluder for what is below a directory, or SKIP (a virtualenv, another project)."""
+    names = set(known[5]) if known is not None else {e.name for e in scanned[1]}  # type: ignore[index]
+    if is_top:
+        return excluder
+    if known[4] if known is not None else "pyvenv.cfg" in names:
+        return SKIP  # a virtualenv (found before descending)
+    return switch(absolute, names, excluder) if switch is not None else excluder
 
 
 def _unchanged(directory: str, absolute: str, known: list, gitignore: bool) -> bool:

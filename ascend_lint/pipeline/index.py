@@ -16,16 +16,25 @@ import hashlib
 import json
 import marshal
 import os
+import stat as stat_mod
 import time
 from dataclasses import replace
 from functools import partial
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from ..heap import after_reading, give_back
 from ..analysis.model import MODEL_SCHEMA, ProjectModel, module_id
-from .root import find_project_root
 from ..analysis.summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, summarize, summarize_text
 from ..analysis.view import ProjectView
+from ..config import ConfigError
+from ..engine.linter import gc_paused, parse
+from ..fileio import SourceError, decode_source, read_bytes
+from ..heap import after_reading, give_back
+from .cache import ProjectStore
+from .discovery import DiscoveryReport, Excluder, Listing, discover
+from .progress import Progress
+from .root import find_project_root, is_marked
+from .scope import ImportScope
+from .workers import make_chunks, map_in_workers
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files contribute no facts (generated code, data)
 EARLY_COMPLETE = 50  # at most this many changed files are parsed up front to keep a stored model valid
@@ -96,32 +105,42 @@ class ProjectIndex:
         self._tree_changes: Dict[str, Summary] = {}  # files that gained only tree facts since the model
         self._stored_digest: Optional[str] = None  # the digest of the model last loaded from the store
         self._built: Optional[ProjectModel] = None  # the model last built here (its lookups serve the next build)
-        self._same: Dict[str, Summary] = {}  # content hash -> the summary files with those bytes share (see _one_copy)
+        self.scope: Optional[ImportScope] = None  # set: the index holds the linted files and what they import
+        self.report = DiscoveryReport()  # what listing the files could not do (the faces print it)
+        self.progress = Progress.off()
+        self._excluders: Dict[int, Excluder] = {}
 
     @classmethod
     def open(cls, paths: Sequence[str], settings: Any, cache: bool = True,
              listed: Optional[Sequence[str]] = None, resolver: Any = None, jobs: int = 1,
-             precision: bool = True) -> "ProjectIndex":
+             precision: bool = True, progress: Optional[Progress] = None,
+             root: Optional[str] = None) -> "ProjectIndex":
         """The index of the project that `paths` belong to (its files listed and summarised). `listed`: the
         files of this project that discovery found for `paths`, reused when `paths` include the root itself
         (no second walk). With a `resolver` (hierarchical configuration), the model's settings are those of
         the root's configuration, and directories whose configuration starts another project are left out.
-        `jobs`: worker processes that may share the text summaries of files the store does not have.
-        `precision`: are the scripts' precision decisions gathered (an enabled rule reads them)? Summaries
-        with and without them are stored apart."""
-        root = find_project_root(paths, getattr(settings, "root_config", None) or getattr(settings, "config_path", None))
+        Where no configuration or project marker places the root, the index holds only the files of `paths`
+        and what they import (see scope.py). `jobs`: worker processes that may share the text summaries of
+        files the store does not have. `precision`: are the scripts' precision decisions gathered (an
+        enabled rule reads them)? Summaries with and without them are stored apart. `root`: the project root,
+        when the caller knows it."""
+        config = getattr(settings, "root_config", None) or getattr(settings, "config_path", None)
+        root = root or find_project_root(paths, config)
         if resolver is not None:
             settings = resolver.for_dir(root)
-        store = None
-        if cache:
-            from .cache import ProjectStore
-
-            store = ProjectStore.open(settings, root, precision)
+        store = ProjectStore.open(settings, root, precision) if cache else None
         index = cls(root, settings, store, resolver, precision)
+        index.progress = progress or Progress.off()
+        if not config and not is_marked(root):
+            index.scope = ImportScope(root)
         same_excludes = resolver is not None or os.path.abspath(getattr(settings, "project_root", "")) == index.root
-        whole = listed is not None and same_excludes and \
-            any(os.path.isdir(p) and os.path.abspath(p) == index.root for p in paths)
-        index.load(list(listed) if whole else None, jobs)
+        covers_root = any(os.path.isdir(p) and os.path.abspath(p) == index.root for p in paths)
+        if listed is not None and same_excludes and covers_root:
+            index.load(list(listed), jobs)  # (discovery's listing is the project's)
+        elif index.scope is None or covers_root:
+            index.load(index.list_files(), jobs)
+        else:
+            index.follow(list(listed) if listed is not None else index.named_files(paths), jobs)
         return index
 
     # ----------------------------------------------------------------- files
@@ -136,28 +155,85 @@ class ProjectIndex:
         rel = absolute[len(prefix):]
         return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
+    def paths(self) -> List[str]:
+        """The files the index holds."""
+        return [os.path.join(self.root, rel) for rel in self.shapes]
+
+    def _root_settings(self) -> Any:
+        """The settings whose excludes list the root (force-exclude off: a listing names no file)."""
+        if self.resolver is not None:
+            return replace(self.resolver.for_dir(self.root), force_exclude=False)
+        return replace(self.settings, project_root=self.root, force_exclude=False)
+
     def list_files(self) -> List[str]:
         """Every Python file under the root, with discovery's excludes (symlinked directories not followed)."""
-        from .discovery import Listing, discover
-
-        if self.resolver is not None:
-            settings = replace(self.resolver.for_dir(self.root), force_exclude=False)
-        else:
-            settings = replace(self.settings, project_root=self.root, force_exclude=False)
+        settings = self._root_settings()
         listing = self.store.listing(Listing.key_for(settings)) if self.store is not None else None
-        targets, _missing = discover([self.root], settings, resolver=self.resolver,
+        targets, _missing = discover([self.root], settings, self.report, resolver=self.resolver,
                                      project_root=self.root if self.resolver is not None else None, listing=listing)
         if listing is not None:
             listing.prune()
         return [t.path for t in targets]
 
-    def load(self, files: Optional[List[str]] = None, jobs: int = 1) -> None:
-        """Summaries of every project file (`files`: the listing, when already known): the stored one when
-        the bytes are unchanged, else one from the text (made in `jobs` worker processes when there are
-        enough files)."""
-        files = self.list_files() if files is None else files
+    def named_files(self, paths: Sequence[str]) -> List[str]:
+        """The Python files `paths` name (directories walked), for an index of imported files."""
+        return [t.path for t in discover([p for p in paths if p and p != "-"], self._root_settings(), self.report,
+                                         resolver=self.resolver)[0]]
+
+    def follow(self, paths: Sequence[str], jobs: int = 1) -> None:
+        """Add the files at `paths` and what they import, transitively (an index of imported files)."""
+        todo = list(dict.fromkeys(p for p in paths if self.relpath(p) not in self.shapes and self.relpath(p)))
+        seen = set(todo)
+        while todo:
+            self.load(todo, jobs, forget=False)
+            found = [imported for path in todo
+                     for imported in self._imports_of(path, self.summaries.get(self.relpath(path)))
+                     if imported not in seen]
+            seen.update(found)
+            todo = list(dict.fromkeys(found))
+
+    def _imports_of(self, path: str, summary: Optional[Summary]) -> List[str]:
+        """The files `path` imports that the index still lacks and holds (an index of imported files)."""
+        if self.scope is None or summary is None:
+            return []
+        return [imported for imported in self.scope.imported_files(os.path.abspath(path), summary)
+                if self.relpath(imported) not in self.shapes and self._wanted(imported)]
+
+    def _wanted(self, path: str) -> bool:
+        """Is an imported file one the index holds (not excluded by its configuration; a broken configuration
+        leaves its files out, named once)?"""
+        try:
+            settings = self.resolver.for_file(path) if self.resolver is not None else self._root_settings()
+        except ConfigError as exc:
+            self.report.refuse(exc)
+            return False
+        excluder = self._excluders.get(id(settings))
+        if excluder is None:
+            excluder = self._excluders[id(settings)] = Excluder(settings, self.report)
+        return not excluder.excluded(path, False)
+
+    def load(self, files: Optional[List[str]] = None, jobs: int = 1, forget: bool = True) -> None:
+        """Summaries of `files` (default: every project file): the stored one when the bytes are unchanged,
+        else one from the text (made in `jobs` worker processes when there are enough files). `forget`: the
+        store forgets the files that are not in `files` (the whole project was listed)."""
+        present, unknown = self._stat_files(self.list_files() if files is None else files)
+        self.progress.start("indexing", len(unknown))
+        changed = self._summarise(unknown, jobs)
+        give_back()  # (the texts read)
+        if self.store is not None:
+            if forget:
+                self.store.forget_missing(present)
+            if changed and len(changed) <= EARLY_COMPLETE:
+                # a few edited files (pre-commit, an editor): parse them now, so their shapes can be compared
+                # with the stored ones and the stored model still serves when only lines moved
+                self.complete(only=changed)
+        self._model = None
+
+    def _stat_files(self, files: List[str]) -> Tuple[List[str], List[Tuple[str, str, Any, Optional[str]]]]:
+        """(relative paths of `files`, (path, rel, stat, recorded hash) of the files whose stat the store does
+        not know); the others take the store's hash and shape."""
         present = []
-        unknown: List[Tuple[str, str, Any, Optional[str]]] = []  # (path, rel, stat, recorded hash): stale stat
+        unknown: List[Tuple[str, str, Any, Optional[str]]] = []
         for path in files:
             rel = self.relpath(path)
             if rel is None:
@@ -175,15 +251,14 @@ class ProjectIndex:
             else:  # (a touched, checked-out or just-written file may still hold the bytes the store has)
                 recorded = self.store.recorded(rel) if self.store is not None else None
                 unknown.append((path, rel, st, recorded[0] if recorded is not None else None))
-        changed = []
-        from ..engine.linter import gc_paused
+        return present, unknown
 
-        prepared = None
-        if in_workers(unknown, jobs):  # the time spent waiting for them makes the model's per-file lookups
-            prepared = ProjectModel.prepare([*self.shapes, *(rel for _path, rel, _st, _sha in unknown)],
-                                            *self._model_settings())
+    def _summarise(self, unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: int) -> List[str]:
+        """Take a summary for each of `unknown`; the relative paths of those the store did not have."""
+        changed = []
         with gc_paused():  # (a project's worth of new summaries: no cyclic garbage, no GC pass over them)
             for path, rel, sha, light, st, read_ns in _text_summaries(unknown, jobs, self.precision):
+                self.progress.advance()
                 if light is None and (self.store is None or self.store.summary(sha) is None):
                     (_rel, sha, light, read_ns), = _summarise_files([(path, rel, None)], self.precision)  # (not stored)
                 if sha is None:  # unreadable: no facts
@@ -191,35 +266,9 @@ class ProjectIndex:
                     changed.append(rel)
                 elif not self._take(rel, sha, light, st, read_ns):
                     changed.append(rel)
-                if prepared is not None:
-                    prepared.learn(rel, self.summaries.loaded[rel])
-        if prepared is not None:
-            self._built = prepared
-        give_back()  # (the texts read)
-        if self.store is not None:
-            self.store.forget_missing(present)
-            if changed and len(changed) <= EARLY_COMPLETE:
-                # a few edited files (pre-commit, an editor): parse them now, so their shapes can be compared
-                # with the stored ones and the stored model still serves when only lines moved
-                self.complete(only=changed)
-        self._model = None
-
-    def _one_copy(self, sha: str, summary: Summary) -> Summary:
-        """The summary object every file with the same bytes shares (a model zoo copies files by the
-        thousand: 30 % of ModelZoo-PyTorch's files repeat another's bytes). Summaries are never changed in
-        place. Kept until `save`, the end of a run."""
-        if not sha or sha.startswith("buffer:"):
-            return summary
-        first = self._same.get(sha)
-        if first is summary:
-            return summary
-        if first is not None and first == summary:
-            return first
-        self._same[sha] = summary  # (the first, or a newer one: complete where the first was text-only)
-        return summary
+        return changed
 
     def _set(self, rel: str, summary: Summary, sha: str) -> None:
-        summary = self._one_copy(sha, summary)
         self.summaries[rel] = summary
         self.shapes[rel] = None  # computed when a digest needs it
         if sha:
@@ -249,7 +298,7 @@ class ProjectIndex:
         rel = self.relpath(path)
         if rel is None:
             return
-        summary = self._one_copy(sha, summary if summary is not None else _empty())
+        summary = summary if summary is not None else _empty()
         old = self.summaries.get(rel)
         if old != summary:
             old_shape = self.shapes.get(rel) if self.store is not None else None
@@ -280,6 +329,7 @@ class ProjectIndex:
             self._set(rel, summary, "buffer:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
             if old_shape is not None and self.shape(rel) == old_shape:
                 self._model = model  # only lines moved (typing in an editor): the model stands
+        self.follow(self._imports_of(path, summary))  # (an index of imported files: what the buffer imports)
 
     def incomplete(self) -> List[str]:
         """Relative paths whose summary still lacks the facts that need the syntax tree (only summaries made
@@ -330,8 +380,6 @@ class ProjectIndex:
         elif refreshed is not None:
             self._model = self._built = refreshed
         else:
-            from ..engine.linter import gc_paused
-
             files = {rel: self.summaries[rel] for rel in self.shapes}
             with gc_paused():  # (it makes no cyclic garbage)
                 self._model = self._built = ProjectModel.build(files, *self._model_settings(), previous=self._built)
@@ -353,7 +401,6 @@ class ProjectIndex:
         return ProjectView(model, module_id(rel) if rel is not None else None, rel or "", self.summary_of)
 
     def save(self) -> None:
-        self._same = {}
         if self.store is not None:
             model = self.model()
             complete = not self.incomplete() and not any(h.startswith("buffer:") for h in self.hashes.values())
@@ -379,8 +426,6 @@ def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: in
     stats = {rel: (path, st) for path, rel, st, _recorded in unknown}
     items = [(path, rel, recorded) for path, rel, _st, recorded in unknown]
     if in_workers(unknown, jobs):
-        from .runner import make_chunks, map_in_workers
-
         sizes = {path: st.st_size for path, _rel, st, _recorded in unknown}
         chunks = make_chunks(items, sizes, jobs)
         packed = partial(_summarise_packed, precision=precision)
@@ -445,9 +490,6 @@ def _empty() -> Summary:
 
 
 def _parse(text: str) -> Any:
-    from ..engine.linter import parse
-    from ..fileio import SourceError
-
     try:
         return parse(text, "<project file>")
     except SourceError:
@@ -455,10 +497,6 @@ def _parse(text: str) -> Any:
 
 
 def _read(path: str, st: Any) -> Optional[bytes]:
-    import stat as stat_mod
-
-    from ..fileio import SourceError, read_bytes
-
     if not stat_mod.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
         return None  # FIFOs, devices, huge files: no facts (and never a blocking open)
     try:  # the one reader: non-blocking, regular files only (a file swapped for a FIFO meanwhile)
@@ -468,8 +506,6 @@ def _read(path: str, st: Any) -> Optional[bytes]:
 
 
 def _decode(raw: bytes) -> Optional[str]:
-    from ..fileio import SourceError, decode_source
-
     try:
         return decode_source(raw)[0]
     except SourceError:

@@ -3,7 +3,7 @@
 With a project index (every face but bare API calls has one), a run is:
 1. the index gives every project file's summary: stored ones for unchanged bytes, a cheap text-only one
    for the rest (made in the worker processes with `jobs > 1`); the *provisional* model is built from them
-   (before any worker is forked), and the objects then alive are left out of the GC's passes;
+   (before any worker is forked);
 2. files whose findings are not in the cache are linted ONCE against the provisional model, in one pass
    (one set of worker processes: linting the files with step loops first, against a model refreshed with
    them, spared a few files a second lint but cost more in forked workers than it saved); the same
@@ -25,21 +25,19 @@ whatever the worker count, so `-j 1` and `-j 8` print the same.
 """
 from __future__ import annotations
 
-import gc
 import importlib
-import multiprocessing
 import os
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
 from .cache import ResultCache, content_hash
 from ..compat import slotted_dataclass
 from ..config import Settings
 from .discovery import Target
+from .progress import Progress
+from .workers import make_chunks, pool_context
 from ..engine.linter import FileResult, Linter, error_finding
 from ..fileio import SourceError, SourceFile, decode_source, read_bytes, read_source, split_lines
 from ..heap import after_reading, give_back
@@ -50,12 +48,8 @@ from ..rule import Finding, Rule
 # worker is ready in ~15 ms; linting runs at ~5 MB/s per process on torch-heavy code).
 PARALLEL_MIN_BYTES = 256 * 1024
 PARALLEL_MIN_FILES = 8
-CHUNKS_PER_WORKER = 8  # enough small tasks that the last ones balance the load
-MIN_CHUNK_BYTES = 32 * 1024
-FILE_COST = 2048  # a file's cost besides its bytes (open, stat, hash, per-file set-up), in bytes' worth of work
 
 RuleRef = Tuple[str, str, str]  # (module, qualname, pack)
-Item = TypeVar("Item", bound=tuple)  # a task: (path, ...)
 
 
 @slotted_dataclass
@@ -97,128 +91,163 @@ def lint_targets(linter: Linter, targets: Sequence[Target], jobs: int = 1,
     return lint_groups([Group(linter, targets, cache)], jobs, keep_sources, index)
 
 
-def lint_groups(groups: Sequence[Group], jobs: int = 1, keep_sources: bool = True, index=None) -> List[FileResult]:
+def lint_groups(groups: Sequence[Group], jobs: int = 1, keep_sources: bool = True, index=None,
+                progress: Optional[Progress] = None) -> List[FileResult]:
     """`lint_targets` for files of one project linted with different settings (hierarchical configuration):
-    one project model, each file linted with its group's Linter and cached under its group's run key."""
-    with _gc_spares_the_project() as spare:
-        return _lint_groups(groups, jobs, keep_sources, index, spare)
-
-
-@contextmanager
-def _gc_spares_the_project() -> Iterator:
-    """Yields `spare()`: the objects alive when it is called (the project's summaries and model) are left out
-    of the cyclic GC's passes until the run ends, so that a pass costs what the run allocates since, not
-    the size of the project (and forked workers do not copy the pages a pass would touch). Does nothing if
-    the caller froze objects itself."""
-    if gc.get_freeze_count():
-        yield lambda: None
-        return
-    try:
-        yield gc.freeze
-    finally:
-        gc.unfreeze()
-
-
-def _lint_groups(groups: Sequence[Group], jobs: int, keep_sources: bool, index, spare) -> List[FileResult]:
-    group_of: Dict[str, Group] = {}
-    for group in groups:
-        if index is not None:
-            group.linter.project = index
-        for target in group.targets:
-            group_of.setdefault(target.path, group)
-    if index is not None:
-        index.model()  # the provisional model, built before any worker is forked
-        spare()
-        give_back()  # (the texts read for the summaries)
-    results: Dict[str, FileResult] = {}
-    deps: Dict[str, Optional[list]] = {}  # path -> deps of its result (None: no project questions to check)
-    stats: Dict[str, Tuple[str, int, int, int]] = {}  # path -> (sha, size, mtime, read_ns) for storing
-    todo: List[Tuple[str, Optional[str]]] = []  # (path, hash the cache holds for it)
-    sizes: Dict[str, int] = {}
-    for path, group in group_of.items():
-        cache = group.cache
-        try:
-            st = os.stat(path)
-        except OSError:
-            todo.append((path, None))
-            continue
-        sizes[path] = st.st_size
-        if cache is not None:
-            hit = cache.lookup(path, st)
-            if hit is not None:
-                sha, findings, hit_deps = hit
-                if not (findings and keep_sources):
-                    results[path] = FileResult(path, findings, notes=cache.notes_of(path))
-                    deps[path] = hit_deps
-                    continue
-                todo.append((path, sha))  # its source is needed: read it (and re-check the hash)
-                continue
-            todo.append((path, cache.expected_hash(path)))
-        else:
-            todo.append((path, None))
-    hashing = any(g.cache is not None for g in groups) or index is not None
-    outcomes = _run_groups(groups, group_of, todo, sizes, jobs, hashing, keep_sources, index)
+    one project model, each file linted with its group's Linter and cached under its group's run key.
+    The steps of the module docstring, in order."""
+    run = _Pass(groups, jobs, keep_sources, index, progress or Progress.off())
+    run.provisional_model()
+    todo = run.answer_from_cache()
+    outcomes = list(run.lint(todo, hashing=run.hashing))  # (all of them before the index changes)
     give_back()  # (the texts and trees of the pass)
-    for outcome in outcomes:
-        path = outcome.path
-        group = group_of[path]
-        cache = group.cache
-        if outcome.hit and cache is not None:
-            found = cache.lookup_hash(path, outcome.sha)
-            if found is not None:
-                cache.refresh_stat(path, outcome.size, outcome.mtime_ns, outcome.read_ns)
-                results[path] = FileResult(path, found[0], outcome.source if found[0] and keep_sources else None,
-                                           cache.notes_of(path))
-                deps[path] = found[1]
+    run.take(outcomes)
+    outcomes.clear()  # (what they held lives on in the results, their deps and the index)
+    run.relint_under_final_model()
+    run.store()
+    return run.sorted_results()
+
+
+Todo = List[Tuple[str, Optional[str]]]  # (path, hash the cache holds for it)
+Stat = Tuple[str, int, int, int]  # (sha, size, mtime, read_ns) of a file read, for storing its result
+
+
+class _Pass:
+    """One lint pass over the groups' files: what is known of each file so far."""
+
+    def __init__(self, groups: Sequence[Group], jobs: int, keep_sources: bool, index, progress: Progress) -> None:
+        self.groups = groups
+        self.jobs = jobs
+        self.keep_sources = keep_sources
+        self.index = index
+        self.progress = progress
+        self.group_of: Dict[str, Group] = {}
+        for group in groups:
+            if index is not None:
+                group.linter.project = index
+            for target in group.targets:
+                self.group_of.setdefault(target.path, group)
+        self.results: Dict[str, FileResult] = {}
+        self.deps: Dict[str, Optional[list]] = {}  # path -> deps of its result (None: no project questions)
+        self.stats: Dict[str, Stat] = {}
+        self.sizes: Dict[str, int] = {}
+        self.hashing = any(g.cache is not None for g in groups) or index is not None
+
+    def provisional_model(self) -> None:
+        """Build the model of the index's summaries before any worker is forked."""
+        if self.index is not None:
+            self.index.model()
+            give_back()  # (the texts read for the summaries)
+
+    def answer_from_cache(self) -> Todo:
+        """Results of the files the cache answers for (by size and mtime); the files left to read."""
+        todo: Todo = []
+        for path, group in self.group_of.items():
+            try:
+                st = os.stat(path)
+            except OSError:
+                todo.append((path, None))
                 continue
-            outcome = _lint_one(group.linter, path, None, hashing, keep_sources)  # malformed entry: lint it
-        if index is not None and outcome.summarized:
-            index.update(path, outcome.summary, outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
-        if outcome.sha and cache is not None:
-            stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
-        results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
-        deps[path] = outcome.deps
-    outcomes.clear()  # (what they held lives on in results, deps and the index)
-    if index is not None:
-        index.complete(skip=[r for r in (index.relpath(p) for p in results) if r is not None])
-        final = index.model()
-        again = [(path, None) for path in sorted(results)  # results whose project answers changed
-                 if not replay(final, deps.get(path) or [], index.summary_of)]
-        for outcome in _run_groups(groups, group_of, again, sizes, jobs, True, keep_sources, index):
+            self.sizes[path] = st.st_size
+            todo.append((path, self._from_cache(path, group.cache, st)))
+        self.progress.start("linting", sum(1 for _path, expected in todo if expected != _ANSWERED))
+        return [item for item in todo if item[1] != _ANSWERED]
+
+    def _from_cache(self, path: str, cache: Optional[ResultCache], st: os.stat_result) -> Optional[str]:
+        """_ANSWERED when the cache answers for the file, else the hash it holds for it (None: none)."""
+        if cache is None:
+            return None
+        hit = cache.lookup(path, st)
+        if hit is None:
+            return cache.expected_hash(path)
+        sha, findings, hit_deps = hit
+        if findings and self.keep_sources:
+            return sha  # its source is needed: read it (and re-check the hash)
+        self.results[path] = FileResult(path, findings, notes=cache.notes_of(path))
+        self.deps[path] = hit_deps
+        return _ANSWERED
+
+    def lint(self, todo: Todo, hashing: bool) -> Iterator[Outcome]:
+        """Lint `todo`, each file with its group's Linter; forked workers see the index as it is now."""
+        global _PROJECT_FOR_WORKERS
+        _PROJECT_FOR_WORKERS = self.index
+        try:
+            for group in self.groups:
+                part = [item for item in todo if self.group_of[item[0]] is group] if len(self.groups) > 1 else todo
+                if not part:
+                    continue
+                for outcome in _run(group.linter, part, self.sizes, self.jobs, hashing, self.keep_sources):
+                    self.progress.advance()
+                    yield outcome
+        finally:
+            _PROJECT_FOR_WORKERS = None
+
+    def take(self, outcomes: Iterable[Outcome]) -> None:
+        """Keep each outcome's result, its deps and its stat; give the index the summaries computed."""
+        for outcome in outcomes:
             path = outcome.path
-            results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
-            deps[path] = outcome.deps
-            if outcome.sha and group_of[path].cache is not None:
-                stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
+            group = self.group_of[path]
+            if outcome.hit and group.cache is not None:
+                if self._confirmed_hit(outcome, group.cache):
+                    continue
+                outcome = _lint_one(group.linter, path, None, self.hashing, self.keep_sources)  # malformed entry
+            if self.index is not None and outcome.summarized:
+                self.index.update(path, outcome.summary, outcome.sha, outcome.size, outcome.mtime_ns,
+                                  outcome.read_ns)
+            self._keep(outcome)
+
+    def _confirmed_hit(self, outcome: Outcome, cache: ResultCache) -> bool:
+        """The bytes read are those the cache holds findings for: take them."""
+        path = outcome.path
+        found = cache.lookup_hash(path, outcome.sha)
+        if found is None:
+            return False
+        cache.refresh_stat(path, outcome.size, outcome.mtime_ns, outcome.read_ns)
+        source = outcome.source if found[0] and self.keep_sources else None
+        self.results[path] = FileResult(path, found[0], source, cache.notes_of(path))
+        self.deps[path] = found[1]
+        return True
+
+    def _keep(self, outcome: Outcome) -> None:
+        path = outcome.path
+        self.results[path] = FileResult(path, outcome.findings, outcome.source, outcome.notes)
+        self.deps[path] = outcome.deps
+        if outcome.sha and self.group_of[path].cache is not None:
+            self.stats[path] = (outcome.sha, outcome.size, outcome.mtime_ns, outcome.read_ns)
+
+    def relint_under_final_model(self) -> None:
+        """Complete the index, build the final model, and lint again every result whose project answers
+        changed under it; then save the index."""
+        index = self.index
+        if index is None:
+            return
+        index.complete(skip=[r for r in (index.relpath(p) for p in self.results) if r is not None])
+        final = index.model()
+        again: Todo = [(path, None) for path in sorted(self.results)
+                       if not replay(final, self.deps.get(path) or [], index.summary_of)]
+        self.progress.start("linting again (project facts changed)", len(again))
+        for outcome in list(self.lint(again, hashing=True)):
+            self._keep(outcome)
         give_back()
         index.save()
-    for group in groups:
-        if group.cache is None:
-            continue
-        for target in group.targets:
-            stat = stats.get(target.path)
-            if stat is not None and group_of[target.path] is group:
-                sha, size, mtime_ns, read_ns = stat
-                group.cache.store(target.path, sha, size, mtime_ns, read_ns, results[target.path].findings,
-                                  deps.get(target.path), results[target.path].notes)
-        group.cache.save()
-    return [results[p] for p in sorted(results)]
+
+    def store(self) -> None:
+        """Store the new results in each group's cache, and save it."""
+        for group in self.groups:
+            if group.cache is None:
+                continue
+            for target in group.targets:
+                stat = self.stats.get(target.path)
+                if stat is not None and self.group_of[target.path] is group:
+                    result = self.results[target.path]
+                    group.cache.store(target.path, *stat, result.findings, self.deps.get(target.path), result.notes)
+            group.cache.save()
+
+    def sorted_results(self) -> List[FileResult]:
+        return [self.results[p] for p in sorted(self.results)]
 
 
-def _run_groups(groups: Sequence[Group], group_of: Mapping[str, Group], todo: List[Tuple[str, Optional[str]]],
-                sizes: Dict[str, int], jobs: int, hashing: bool, keep_sources: bool, index) -> List[Outcome]:
-    """Lint `todo`, each file with its group's Linter; forked workers see `index` as it is now."""
-    global _PROJECT_FOR_WORKERS
-    outcomes: List[Outcome] = []
-    _PROJECT_FOR_WORKERS = index
-    try:
-        for group in groups:
-            part = [item for item in todo if group_of[item[0]] is group] if len(groups) > 1 else todo
-            if part:
-                outcomes.extend(_run(group.linter, part, sizes, jobs, hashing, keep_sources))
-    finally:
-        _PROJECT_FOR_WORKERS = None
-    return outcomes
+_ANSWERED = "answered by the cache"  # (a `_from_cache` answer: no hash is this string)
 
 
 # ----------------------------------------------------------------------------- one file
@@ -233,22 +262,10 @@ def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool,
         return Outcome(path, [error_finding(path, exc.reason, exc.line, exc.col)], deps=[])
     sha = content_hash(raw) if hashing else ""
     if expected is not None and sha == expected:
-        source = None
-        if keep_source:
-            try:
-                text, encoding = decode_source(raw)
-                source = SourceFile(path, raw, text, encoding)
-            except SourceError:
-                pass
+        source = _source(path, raw) if keep_source else None
         return Outcome(path, [], source, sha, st.st_size, st.st_mtime_ns, read_ns, hit=True)
     index = linter.project
-    want, light = False, None
-    if index is not None and hasattr(index, "summaries"):
-        rel = index.relpath(path)
-        known = index.summaries.get(rel) if rel is not None else None
-        if rel is not None and (known is None or known.get("light") or index.hashes.get(rel) != sha):
-            want = True
-            light = known if known is not None and index.hashes.get(rel) == sha else None
+    want, light = _summary_wanted(index, path, sha)
     try:
         text, encoding = decode_source(raw)
     except SourceError as exc:
@@ -258,6 +275,28 @@ def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool,
     source = result.source if (keep_source and result.findings) else None
     return Outcome(path, result.findings, source, sha, st.st_size, st.st_mtime_ns, read_ns, notes=result.notes,
                    summary=result.summary, deps=result.deps, summarized=want or (result.failed and index is not None))
+
+
+def _source(path: str, raw: bytes) -> Optional[SourceFile]:
+    try:
+        text, encoding = decode_source(raw)
+    except SourceError:
+        return None
+    return SourceFile(path, raw, text, encoding)
+
+
+def _summary_wanted(index, path: str, sha: str) -> Tuple[bool, Optional[dict]]:
+    """(does the index want this file's full summary from its parse?, its text-only summary of these bytes)"""
+    if index is None or not hasattr(index, "summaries"):
+        return False, None
+    rel = index.relpath(path)
+    if rel is None:
+        return False, None
+    known = index.summaries.get(rel)
+    same_bytes = index.hashes.get(rel) == sha
+    if known is not None and not known.get("light") and same_bytes:
+        return False, None
+    return True, (known if known is not None and same_bytes else None)
 
 
 # ----------------------------------------------------------------------------- many files
@@ -272,47 +311,13 @@ def _run(linter: Linter, todo: List[Tuple[str, Optional[str]]], sizes: Dict[str,
         return
     chunks = make_chunks(todo, sizes, jobs)
     workers = min(jobs, len(chunks))
-    with ProcessPoolExecutor(workers, mp_context=_context(), initializer=_init_worker,
+    with ProcessPoolExecutor(workers, mp_context=pool_context(), initializer=_init_worker,
                              initargs=(linter.settings, refs)) as pool:
         pending = {pool.submit(_lint_chunk, chunk, hashing, keep_sources) for chunk in chunks}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield from future.result()
-
-
-def map_in_workers(function, chunks: Sequence, jobs: int) -> Iterator:
-    """`function(chunk)` for each chunk, in up to `jobs` worker processes, results in the chunks' order."""
-    with ProcessPoolExecutor(min(jobs, len(chunks)), mp_context=_context()) as pool:
-        yield from pool.map(function, chunks)
-
-
-def make_chunks(todo: Sequence[Item], sizes: Dict[str, int], jobs: int) -> List[List[Item]]:
-    """Tasks of about equal weight (a file's bytes plus FILE_COST), the biggest files first (they would
-    otherwise finish last); an item is a tuple whose first field is the file's path."""
-    ordered = sorted(todo, key=lambda item: -sizes.get(item[0], 0))
-    total = sum(sizes.get(item[0], 0) + FILE_COST for item in todo)
-    target = max(total // (jobs * CHUNKS_PER_WORKER), MIN_CHUNK_BYTES)
-    chunks: List[List[Item]] = []
-    current: List[Item] = []
-    weight = 0
-    for item in ordered:
-        current.append(item)
-        weight += sizes.get(item[0], 0) + FILE_COST
-        if weight >= target:
-            chunks.append(current)
-            current, weight = [], 0
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    """fork where it is safe (POSIX, no other threads): workers start in milliseconds."""
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1 and os.name == "posix":
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context()
 
 
 def rule_refs(rules: Sequence[Type[Rule]]) -> Optional[List[RuleRef]]:

@@ -12,8 +12,9 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..config import ConfigResolver, Settings
-from .discovery import Target
+from ..config import ConfigError, ConfigResolver, Settings
+from .discovery import DiscoveryReport, Target
+from .index import ProjectIndex
 from ..engine.linter import Linter
 from .root import find_project_root
 from ..registry import Registry, print_warnings, select_rules
@@ -43,17 +44,28 @@ class Workspace:
         self._rules: Dict[int, list] = {}
         self._linters: Dict[Tuple[int, Optional[str]], Linter] = {}
         self._warned: set = set()
-        self.indexes: Dict[str, object] = {}  # project root -> ProjectIndex
+        self.indexes: Dict[str, ProjectIndex] = {}  # project root -> its index
         self._roots: Dict[str, str] = {}  # directory -> project root (files no configuration places)
         self._given: Optional[str] = None
+        self.refused: List[str] = []  # broken configurations whose files were not linted (each once)
+
+    def tell(self, warnings: Sequence[str]) -> None:
+        """Warn once of each message."""
+        self.warn([w for w in dict.fromkeys(warnings) if w not in self._warned])
+        self._warned.update(warnings)
+
+    def heard(self, report: DiscoveryReport) -> None:
+        """What listing a project's files could not do: warnings (a broken configuration left out of the
+        model is one too, unless it stopped linted files already)."""
+        self.tell(report.warnings + [f"{m} (the files it governs are left out of the project model)"
+                                     for m in report.refused if m not in self.refused])
 
     # ----------------------------------------------------------------- linters
     def rules(self, settings: Settings) -> list:
         rules = self._rules.get(id(settings))
         if rules is None:
             rules, warnings = select_rules(self.registry, settings)
-            self.warn([w for w in warnings if w not in self._warned])
-            self._warned.update(warnings)
+            self.tell(warnings)
             self._rules[id(settings)] = rules
         return rules
 
@@ -74,7 +86,11 @@ class Workspace:
         """The targets grouped by their resolved configuration, in first-seen order."""
         by_settings: Dict[int, Configured] = {}
         for target in targets:
-            settings = self.resolver.for_file(target.path)
+            try:
+                settings = self.resolver.for_file(target.path)
+            except ConfigError as exc:  # a broken configuration stops only the files it governs
+                self.refused += [str(exc)] if str(exc) not in self.refused else []
+                continue
             group = by_settings.get(id(settings))
             if group is None:
                 group = by_settings[id(settings)] = Configured(settings, self.linter(settings), [])
@@ -103,24 +119,33 @@ class Workspace:
             self._given = find_project_root(self.paths)
         return self._given
 
-    def index_for(self, path: str):
-        """The project index of the file at `path` (opened, completed and stored on first use, then kept).
-        It gathers the training precision if the rules of a file it was asked for read it: opened again,
-        once, when a file under another configuration is the first whose rules do."""
+    def index_for(self, path: str) -> ProjectIndex:
+        """The project index of the file at `path` (opened, completed and stored on first use, then kept; an
+        index of imported files takes in the file and what it imports). It gathers the training precision if
+        the rules of a file it was asked for read it: opened again, once, when a file under another
+        configuration is the first whose rules do."""
         settings = self.resolver.for_path(path)
         root = self.root_for(path, settings)
         index = self.indexes.get(root)
         precision = wants_precision(self.rules(settings))
-        if index is None or (precision and not index.precision):
-            from .index import ProjectIndex
-
-            index = ProjectIndex.open([root], settings, cache=self.cache, resolver=self.resolver,
-                                      precision=precision)
-            index.complete()  # facts that need a tree, for files no run has summarised yet
-            index.model()
-            index.save()
+        if index is not None and index.scope is not None and not (precision and not index.precision):
+            if index.relpath(path) not in index.shapes:
+                index.follow([path])
+                self._settle(index)
+        elif index is None or (precision and not index.precision):
+            given = [path] if index is None else [path, *index.paths()]
+            index = ProjectIndex.open(given, settings, cache=self.cache, resolver=self.resolver, precision=precision,
+                                      root=root)
+            self.heard(index.report)
+            self._settle(index)
             self.indexes[root] = index
         return index
+
+    @staticmethod
+    def _settle(index: ProjectIndex) -> None:
+        index.complete()  # facts that need a tree, for files no run has summarised yet
+        index.model()
+        index.save()
 
     def project_linter(self, path: str) -> Linter:
         """The file's Linter bound to its project's model."""
