@@ -469,3 +469,113 @@ def test_asc702_rotate_half_message_has_no_mode():
                   "def rope(q, cos, sin):\n    return q * cos + rotate_half(q) * sin\n")
     (f,) = found(src, "ASC702")
     assert "npu_rotary_mul(q, cos, sin)`" in f.message and "rotary_mode" not in f.message
+
+
+# ------------------------------------------------------------------------------ issue #29: shapes the rules missed
+@pytest.mark.parametrize("body", [
+    # a cast around the softmax (upcast for stability, cast back)
+    "s = q @ k.transpose(-2, -1) * scale\n    p = torch.softmax(s.float(), dim=-1).to(s.dtype)\n    return p @ v",
+    "s = torch.matmul(q, k.transpose(2, 3))\n    s = s + mask\n"
+    "    p = F.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)\n    return torch.matmul(p, v)",
+    # the mask applied in one branch of `if mask is not None`, the softmax written in both
+    "s = q @ k.transpose(-2, -1)\n    if mask is not None:\n        s = s.masked_fill(mask, float('-inf'))\n"
+    "        p = torch.softmax(s, dim=-1)\n    else:\n        p = torch.softmax(s, dim=-1)\n    return p @ v",
+    # Swin: the scores reshaped per window to add the mask, in one branch only
+    "s = q @ k.transpose(-2, -1) + bias\n    if mask is not None:\n"
+    "        s = s.view(b // w, w, h, n, n) + mask.unsqueeze(1).unsqueeze(0)\n        s = s.view(-1, h, n, n)\n"
+    "        s = s.softmax(dim=-1)\n    else:\n        s = s.softmax(dim=-1)\n    return s @ v",
+    # T5: the bias added in place
+    "s = torch.matmul(q, k.transpose(3, 2))\n    s += bias\n"
+    "    p = F.softmax(s.float(), dim=-1).type_as(s)\n    return torch.matmul(p, v)",
+    # the old LLaMA floor and GPT-2's causal `torch.where`
+    "s = torch.matmul(q, k.transpose(2, 3)) / 8\n    if mask is not None:\n        s = s + mask\n"
+    "        s = torch.max(s, torch.tensor(torch.finfo(s.dtype).min))\n    return torch.matmul(s.softmax(-1), v)",
+    "s = torch.matmul(q, k.transpose(-1, -2))\n    s = torch.where(mask, s, floor)\n"
+    "    return torch.matmul(F.softmax(s, dim=-1), v)",
+    # the key transposed and scaled, the query scaled (CPM/Visformer)
+    "s = torch.matmul(q / scale, k.transpose(-1, -2) / scale)\n    return torch.matmul(s.softmax(-1), v)",
+])
+def test_asc704_casts_branches_and_in_place_updates(body):
+    src = HEAD + f"def attn(q, k, v, scale=0.125, mask=None, bias=None, b=2, w=1, h=4, n=8, floor=-1e4):\n    {body}\n"
+    assert len(found(src, "ASC704")) == 1
+
+
+def test_asc704_bmm_softmax_bmm_with_reshapes_in_optional_branches():
+    # BART/Whisper: the scores reshaped to add the mask, the probabilities reshaped for a head mask and for the
+    # returned weights, each in its own optional branch; one finding, at the second bmm
+    src = HEAD + """def attn(self, q, k, v, bsz, tgt, src, mask, head_mask, output_attentions):
+    w = torch.bmm(q, k.transpose(1, 2))
+    if mask is not None:
+        w = w.view(bsz, self.num_heads, tgt, src) + mask
+        w = w.view(bsz * self.num_heads, tgt, src)
+    w = nn.functional.softmax(w, dim=-1)
+    if head_mask is not None:
+        w = head_mask.view(1, -1, 1, 1) * w.view(bsz, self.num_heads, tgt, src)
+        w = w.view(bsz * self.num_heads, tgt, src)
+    if output_attentions:
+        w_reshaped = w.view(bsz, self.num_heads, tgt, src)
+        w = w_reshaped.view(bsz * self.num_heads, tgt, src)
+    p = nn.functional.dropout(w, p=self.dropout, training=self.training)
+    return torch.bmm(p, v)
+"""
+    assert [f.line for f in found(src, "ASC704")] == [19]
+
+
+@pytest.mark.parametrize("body", [
+    "sim = torch.einsum('b i d, b j d -> b i j', q, k) * scale\n"
+    "    return torch.einsum('b i j, b j d -> b i d', sim.softmax(dim=-1), v)",
+    # channels first (guided-diffusion's QKVAttention), an fp32 softmax
+    "w = torch.einsum('bct,bcs->bts', q * scale, k * scale)\n"
+    "    w = torch.softmax(w.float(), dim=-1).type(w.dtype)\n    return torch.einsum('bts,bcs->bct', w, v)",
+    "s = torch.einsum('...id,...jd->...ij', q, k)\n    return torch.einsum('...ij,...jd->...id', s.softmax(-1), v)",
+])
+def test_asc704_einsum_attention(body):
+    assert len(found(HEAD + f"def attn(q, k, v, scale=0.125):\n    {body}\n", "ASC704")) == 1
+
+
+@pytest.mark.parametrize("body", [
+    # a router's softmax, cast to fp32 for a stable routing decision: no q @ k^T
+    "w = F.softmax(self.gate(x).float(), dim=-1).type_as(x)\n    return w @ experts",
+    # single-query (Luong) attention over an untransposed product, softmax over a 2-D score
+    "a = torch.bmm(h, q.unsqueeze(2)).squeeze(2)\n    a = torch.softmax(a, dim=1)\n"
+    "    return torch.bmm(a.unsqueeze(1), h)",
+    # einsum that is a plain product `a @ b`, and one weighing a relative-position table (it has the query axis)
+    "w = torch.einsum('bij,bjk->bik', q, k)\n    return torch.einsum('bik,bkd->bid', w.softmax(-1), v)",
+    "s = torch.einsum('bnid,bnjd->bnij', q, k).softmax(-1)\n    return torch.einsum('bnij,ijh->bnih', s, table)",
+    # the probabilities of the other branch of an if/else never reach this product
+    "p = x.softmax(-1)\n    if train:\n        p = torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n"
+    "    else:\n        return p @ v\n    return p",
+    # a reduction, not a clamp, before the softmax
+    "s = torch.max(q @ k.transpose(-2, -1), -1)\n    return torch.softmax(s, -1) @ v",
+])
+def test_asc704_not_attention(body):
+    src = HEAD + (f"def f(self, q, k, v, x=None, h=None, experts=None, table=None, train=True):\n    {body}\n")
+    assert found(src, "ASC704") == []
+
+
+def test_asc704_mindspore_casts_around_the_softmax():
+    src = """
+        import mindspore as ms
+        from mindspore import nn, ops
+        from mindspore.ops import operations as P
+        import mindspore.common.dtype as mstype
+
+        class Attention(nn.Cell):
+            def __init__(self):
+                super().__init__()
+                self.bmm = P.BatchMatMul()
+                self.bmm_t = P.BatchMatMul(transpose_b=True)
+                self.softmax = nn.Softmax()
+                self.cast = P.Cast()
+
+            def construct(self, q, k, v):
+                score = self.cast(self.bmm_t(q, k), mstype.float32)
+                probs = self.cast(self.softmax(score), mstype.float16)
+                return self.bmm(probs, v)
+
+        def vit(q, k, v):
+            attn = ops.matmul(q, k.transpose(0, 1, 3, 2))
+            attn = ops.softmax(attn.astype(ms.float32), axis=-1).astype(attn.dtype)
+            return ops.matmul(attn, v)
+    """
+    assert [f.line for f in found(src, "ASC704")] == [18, 23]
