@@ -149,7 +149,7 @@ def test_decoder_layer_reports_each_block_once():
 
 def test_decoder_messages_carry_the_fused_call():
     by_code = {f.code: f.message for f in lint(DECODER, select=["ASC7"])}
-    assert "torch_npu.npu_rms_norm(hidden_states, weight, epsilon=self.variance_epsilon)[0]" in by_code["ASC701"]
+    assert "torch_npu.npu_rms_norm(hidden_states, self.weight, epsilon=self.variance_epsilon)[0]" in by_code["ASC701"]
     assert "torch_npu.npu_rotary_mul(q, cos, sin)" in by_code["ASC702"] or \
         "torch_npu.npu_rotary_mul(k, cos, sin)" in by_code["ASC702"]
     # `y` was rebound to the chunk tuple: the message names the tensor it held before
@@ -434,7 +434,7 @@ def test_messages_never_quote_a_cut_expression():
                   "    h = self.layers[self.current_layer_index].attention.output_projection(self.cached_states)\n"
                   "    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n")
     (f,) = found(src, "ASC701")
-    assert "npu_rms_norm(h, weight, epsilon=eps)" in f.message and "..." not in f.message
+    assert "npu_rms_norm(h, gamma, epsilon=eps)" in f.message and "..." not in f.message
     src = HEAD + ("def mlp(self, x):\n    x = self.w12(x)\n    x = x.chunk(2, dim=-1)\n"
                   "    return F.silu(x[0]) * x[1]\n")
     (f,) = found(src, "ASC703")
@@ -579,3 +579,66 @@ def test_asc704_mindspore_casts_around_the_softmax():
             return ops.matmul(attn, v)
     """
     assert [f.line for f in found(src, "ASC704")] == [18, 23]
+
+
+def test_asc701_weight_or_gamma_in_the_message():
+    src = HEAD + """def rms_norm(x, eps=1e-6):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+class Weighted(nn.Module):
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * x * torch.rsqrt(variance + self.eps)
+class Llama(nn.Module):
+    def forward(self, h):
+        dtype = h.dtype
+        h = h.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(dtype)
+def scaled_after(x, g, eps):
+    return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)).to(g.dtype) * g
+"""
+    by_line = {f.line: f.message for f in found(src, "ASC701")}
+    assert sorted(by_line) == [7, 11, 16, 19]
+    assert "npu_rms_norm(x, gamma, epsilon=eps)[0]" in by_line[7] and "a ones tensor" in by_line[7]
+    assert "npu_rms_norm(x, self.weight, epsilon=self.eps)[0]" in by_line[11]
+    assert "npu_rms_norm(h, self.weight, epsilon=self.eps)[0]" in by_line[16]
+    assert "npu_rms_norm(x, g, epsilon=eps)[0]" in by_line[19]
+    assert "ones tensor" not in by_line[11] + by_line[16] + by_line[19]
+
+
+@pytest.mark.parametrize("body", [
+    # an L2 normalisation (a sum of squares): F.normalize, not RMSNorm
+    "return x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + eps)",
+    # the RMS of one tensor scaling another
+    "return y * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",
+    "return (w * y) * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",
+])
+def test_asc701_rms_like_code_that_normalises_something_else(body):
+    assert found(HEAD + f"def norm(x, y, w, eps):\n    {body}\n", "ASC701") == []
+
+
+def test_asc701_weight_after_an_in_place_cast_or_a_branch():
+    src = HEAD + """class T5LayerNorm(nn.Module):
+    def forward(self, h):
+        variance = h.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(variance + self.eps)
+        if self.weight.dtype in [torch.float16, torch.bfloat16]:
+            h = h.to(self.weight.dtype)
+        return self.weight * h
+class Either(nn.Module):
+    def forward(self, x):
+        if self.rms:
+            o = x * torch.rsqrt(x.to(torch.float32).pow(2).mean(-1, keepdim=True) + self.eps)
+        else:
+            o = self.ln(x)
+        return o.type_as(x) * self.g
+class Projected(nn.Module):
+    def forward(self, x):
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.proj(x) * self.scale
+"""
+    messages = [f.message for f in found(src, "ASC701")]
+    assert len(messages) == 3
+    assert "npu_rms_norm(h, self.weight, epsilon=self.eps)[0]" in messages[0]  # the input, not its fp32 copy
+    assert "npu_rms_norm(x, self.g, epsilon=self.eps)[0]" in messages[1]
+    assert "npu_rms_norm(x, gamma, epsilon=self.eps)[0]" in messages[2]  # `self.scale` scales a projection

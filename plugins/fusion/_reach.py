@@ -182,3 +182,17 @@ def encloses(func: ast.AST, node: ast.AST) -> bool:
     position = getattr(node, "lineno", None), getattr(node, "col_offset", None)
     return position[0] is not None and _start(func) <= position < _end(func)
 
+
+def following(func: ast.AST, stmt: ast.stmt) -> List[ast.stmt]:
+    """The statements that run after `stmt` in `func` in text order: the rest of its statement list, then the
+    rest of each enclosing one (the statements after the `if` it sits in, ...)."""
+    def search(block: List[ast.stmt]) -> Optional[List[ast.stmt]]:
+        for i, candidate in enumerate(block):
+            if candidate is stmt:
+                return block[i + 1:]
+            for body, _ in _bodies(candidate):
+                found = search(body)
+                if found is not None:
+                    return found + block[i + 1:]
+        return None
+    return search(func.body) or []
