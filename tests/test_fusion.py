@@ -642,3 +642,30 @@ class Projected(nn.Module):
     assert "npu_rms_norm(h, self.weight, epsilon=self.eps)[0]" in messages[0]  # the input, not its fp32 copy
     assert "npu_rms_norm(x, self.g, epsilon=self.eps)[0]" in messages[1]
     assert "npu_rms_norm(x, gamma, epsilon=self.eps)[0]" in messages[2]  # `self.scale` scales a projection
+
+
+@pytest.mark.parametrize("gelu, advice", [
+    ("F.gelu(gate, approximate=self.approximate)", "approximate=approx)[0]` with `approx` 1 if the GELU"),
+    ("F.gelu(gate, approximate='tanh' if fast else 'none')", "approximate=approx)[0]` with `approx` 1 if"),
+    ("F.gelu(gate, approximate='none')", "approximate=0)[0]`"),
+    ("F.gelu(gate, approximate='tanh')", "approximate=1)[0]`"),
+])
+def test_asc705_approximation_chosen_at_run_time_is_not_prescribed(gelu, advice):
+    src = HEAD + f"def ff(self, x, fast=False):\n    h, gate = self.proj(x).chunk(2, dim=-1)\n    return h * {gelu}\n"
+    (f,) = found(src, "ASC705")
+    assert advice in f.message
+    if "approx)" in advice:
+        assert "approximate=0" not in f.message and "approximate=1" not in f.message
+
+
+def test_asc705_gelu_module_configured_at_run_time():
+    src = HEAD + """class GEGLU(nn.Module):
+    def __init__(self, dim, approximate):
+        super().__init__()
+        self.act = nn.GELU(approximate=approximate)
+    def forward(self, x):
+        a, b = x.chunk(2, dim=-1)
+        return self.act(a) * b
+"""
+    (f,) = found(src, "ASC705")
+    assert "approximate=approx, activate_left=True)[0]`" in f.message

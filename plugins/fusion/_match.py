@@ -252,9 +252,9 @@ ACTIVATION_NAMES = {"silu": ("silu", False), "swish": ("silu", False), "gelu": (
                     "gelu_new": ("gelu", True), "gelu_pytorch_tanh": ("gelu", True), "gelu_fast": ("gelu", True)}
 
 
-def activation(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[Tuple[str, ast.expr, bool]]:
-    """(kind, input, tanh-approximated) for `F.silu(a)`, `nn.SiLU()(a)`, `self.act(a)` with
-    `self.act = nn.GELU(...)` in `__init__`, or a local bound to such a module."""
+def activation(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[Tuple[str, ast.expr, Optional[bool]]]:
+    """(kind, input, tanh-approximated: None when chosen at run time) for `F.silu(a)`, `nn.SiLU()(a)`,
+    `self.act(a)` with `self.act = nn.GELU(...)` in `__init__`, or a local bound to such a module."""
     node = resolve(look, node)
     if not isinstance(node, ast.Call) or len(node.args) != 1:
         return None
@@ -276,9 +276,9 @@ def activation(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[Tuple
     return None
 
 
-def _table_activation(ctx: FileContext, lookup: ast.Subscript) -> Optional[Tuple[str, bool]]:
+def _table_activation(ctx: FileContext, lookup: ast.Subscript) -> Optional[Tuple[str, Optional[bool]]]:
     """`ACT2FN["silu"]`, or `ACT2FN[config.hidden_act]` where the project's configuration classes default
-    `hidden_act` to one activation: (kind, tanh-approximated)."""
+    `hidden_act` to one activation: (kind, tanh-approximated; None when a configuration picks it)."""
     table = lookup.value
     qual = ctx.qualname(table)  # an imported table by its own name (`ACT2FN as A`), else as spelled
     name = (qual.rsplit(".", 1)[-1] if qual else table.attr if isinstance(table, ast.Attribute)
@@ -288,12 +288,17 @@ def _table_activation(ctx: FileContext, lookup: ast.Subscript) -> Optional[Tuple
     key = lookup.slice
     value = constant(key)
     if value is None and isinstance(key, ast.Attribute):
-        value = ctx.config_default(key.attr)
+        named = ACTIVATION_NAMES.get(ctx.config_default(key.attr) or "")
+        return (named[0], None) if named is not None else None  # a checkpoint's config may pick gelu_new
     return ACTIVATION_NAMES.get(value) if isinstance(value, str) else None
 
 
-def _tanh(kw: Optional[ast.keyword]) -> bool:
-    return kw is not None and constant(kw.value) == "tanh"
+def _tanh(kw: Optional[ast.keyword]) -> Optional[bool]:
+    """Is GELU tanh-approximated: its `approximate=` keyword (absent: exact); None when chosen at run time."""
+    if kw is None:
+        return False
+    value = constant(kw.value, default=None)
+    return value == "tanh" if isinstance(value, str) else None
 
 
 def _module_value(ctx: FileContext, look: Lookup, func: ast.expr) -> Optional[ast.expr]:
@@ -400,7 +405,7 @@ class Gate(NamedTuple):
 
     source: Optional[ast.expr]  # the tensor split in halves (None: two projections)
     act_first: bool  # the activation takes the first half
-    tanh: bool  # the activation is tanh-approximated
+    tanh: Optional[bool]  # the activation is tanh-approximated (None: the code chooses at run time)
     projections: Optional[Tuple[ast.expr, ast.expr]] = None  # (gate projection, up projection)
 
 
