@@ -669,3 +669,17 @@ def test_asc705_gelu_module_configured_at_run_time():
 """
     (f,) = found(src, "ASC705")
     assert "approximate=approx, activate_left=True)[0]`" in f.message
+
+
+@pytest.mark.parametrize("body, code", [
+    # one line: view -> transpose -> contiguous -> view (ShuffleNet), and flattened back with flatten(1, 2)
+    ("return x.view(b, g, c // g, h, w).transpose(1, 2).contiguous().view(b, c, h, w)", "ASC101"),
+    ("return x.reshape(b, g, c // g, h, w).permute(0, 2, 1, 3, 4).contiguous().flatten(1, 2)", "ASC101"),
+    ("x = x.view(b, g, c // g, h, w).transpose(1, 2).contiguous()\n    return x.view(b, -1, h, w)", "ASC101"),
+    # not a shuffle: the channels moved into the batch, or a 4-D (attention-head) view
+    ("return x.view(b, g, c // g, h, w).transpose(1, 2).contiguous().view(b * c // g, g, h, w)", "ASC102"),
+    ("return x.view(b, h, g, c).transpose(1, 2).contiguous()", "ASC102"),
+])
+def test_asc101_channel_shuffle_on_one_line(body, code):
+    src = "import torch\nimport torch_npu\n" + f"def shuffle(x, g):\n    b, c, h, w = x.size()\n    {body}\n"
+    assert [f.code for f in lint(src, select=["ASC101", "ASC102"])] == [code]
