@@ -93,6 +93,8 @@ def ctx_reach(ctx: FileContext) -> Callable[[ast.Name], Optional[List[Tuple[Opti
     def reach(name: ast.Name):
         if scope is None or not encloses(scope.node, name):
             return None
+        if name.id not in scope.bindings:  # never assigned in the function (so far): a parameter or not local
+            return [] if name.id in scope.params else None
         defs = function_defs(scope.node)
         if not defs.is_local(name.id):
             return None

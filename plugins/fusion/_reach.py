@@ -98,6 +98,8 @@ class FunctionDefs:
         every path between an earlier one and the use hides the earlier one."""
         start = (name.lineno, name.col_offset)
         before = [d for d in self.by_name.get(name.id, ()) if _end(d.stmt) <= start]
+        if not before or not before[-1].arms:
+            return before[-1:]  # none, or the last in straight-line code: it runs on every path to the use
         use_arms = set(self._arms_at(start))
         found: List[Def] = []
         hiding: List[Set[Arm]] = []

@@ -216,7 +216,7 @@ class HandwrittenAttention(FusionRule):
     def _ms_matmul(self, look: Lookup, call: ast.Call) -> Optional[Tuple[ast.expr, ast.expr, bool]]:
         """(a, b, b transposed) for MindSpore `ops.matmul(a, b)`, `ops.BatchMatMul(transpose_b=True)(a, b)` and
         an instance of the primitive held in a local name or a `self` attribute."""
-        if len(call.args) != 2:
+        if len(call.args) != 2 or not self.ctx.imports("mindspore"):
             return None
         if self.ctx.qualname(call.func) in MS_MATMUL_FUNCS:
             return call.args[0], call.args[1], False
