@@ -149,7 +149,7 @@ def test_decoder_layer_reports_each_block_once():
 
 def test_decoder_messages_carry_the_fused_call():
     by_code = {f.code: f.message for f in lint(DECODER, select=["ASC7"])}
-    assert "torch_npu.npu_rms_norm(hidden_states, weight, epsilon=self.variance_epsilon)[0]" in by_code["ASC701"]
+    assert "torch_npu.npu_rms_norm(hidden_states, self.weight, epsilon=self.variance_epsilon)[0]" in by_code["ASC701"]
     assert "torch_npu.npu_rotary_mul(q, cos, sin)" in by_code["ASC702"] or \
         "torch_npu.npu_rotary_mul(k, cos, sin)" in by_code["ASC702"]
     # `y` was rebound to the chunk tuple: the message names the tensor it held before
@@ -434,7 +434,7 @@ def test_messages_never_quote_a_cut_expression():
                   "    h = self.layers[self.current_layer_index].attention.output_projection(self.cached_states)\n"
                   "    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n")
     (f,) = found(src, "ASC701")
-    assert "npu_rms_norm(h, weight, epsilon=eps)" in f.message and "..." not in f.message
+    assert "npu_rms_norm(h, gamma, epsilon=eps)" in f.message and "..." not in f.message
     src = HEAD + ("def mlp(self, x):\n    x = self.w12(x)\n    x = x.chunk(2, dim=-1)\n"
                   "    return F.silu(x[0]) * x[1]\n")
     (f,) = found(src, "ASC703")
@@ -469,3 +469,217 @@ def test_asc702_rotate_half_message_has_no_mode():
                   "def rope(q, cos, sin):\n    return q * cos + rotate_half(q) * sin\n")
     (f,) = found(src, "ASC702")
     assert "npu_rotary_mul(q, cos, sin)`" in f.message and "rotary_mode" not in f.message
+
+
+# ------------------------------------------------------------------------------ issue #29: shapes the rules missed
+@pytest.mark.parametrize("body", [
+    # a cast around the softmax (upcast for stability, cast back)
+    "s = q @ k.transpose(-2, -1) * scale\n    p = torch.softmax(s.float(), dim=-1).to(s.dtype)\n    return p @ v",
+    "s = torch.matmul(q, k.transpose(2, 3))\n    s = s + mask\n"
+    "    p = F.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)\n    return torch.matmul(p, v)",
+    # the mask applied in one branch of `if mask is not None`, the softmax written in both
+    "s = q @ k.transpose(-2, -1)\n    if mask is not None:\n        s = s.masked_fill(mask, float('-inf'))\n"
+    "        p = torch.softmax(s, dim=-1)\n    else:\n        p = torch.softmax(s, dim=-1)\n    return p @ v",
+    # Swin: the scores reshaped per window to add the mask, in one branch only
+    "s = q @ k.transpose(-2, -1) + bias\n    if mask is not None:\n"
+    "        s = s.view(b // w, w, h, n, n) + mask.unsqueeze(1).unsqueeze(0)\n        s = s.view(-1, h, n, n)\n"
+    "        s = s.softmax(dim=-1)\n    else:\n        s = s.softmax(dim=-1)\n    return s @ v",
+    # T5: the bias added in place
+    "s = torch.matmul(q, k.transpose(3, 2))\n    s += bias\n"
+    "    p = F.softmax(s.float(), dim=-1).type_as(s)\n    return torch.matmul(p, v)",
+    # the old LLaMA floor and GPT-2's causal `torch.where`
+    "s = torch.matmul(q, k.transpose(2, 3)) / 8\n    if mask is not None:\n        s = s + mask\n"
+    "        s = torch.max(s, torch.tensor(torch.finfo(s.dtype).min))\n    return torch.matmul(s.softmax(-1), v)",
+    "s = torch.matmul(q, k.transpose(-1, -2))\n    s = torch.where(mask, s, floor)\n"
+    "    return torch.matmul(F.softmax(s, dim=-1), v)",
+    # the key transposed and scaled, the query scaled (CPM/Visformer)
+    "s = torch.matmul(q / scale, k.transpose(-1, -2) / scale)\n    return torch.matmul(s.softmax(-1), v)",
+])
+def test_asc704_casts_branches_and_in_place_updates(body):
+    src = HEAD + f"def attn(q, k, v, scale=0.125, mask=None, bias=None, b=2, w=1, h=4, n=8, floor=-1e4):\n    {body}\n"
+    assert len(found(src, "ASC704")) == 1
+
+
+def test_asc704_bmm_softmax_bmm_with_reshapes_in_optional_branches():
+    # BART/Whisper: the scores reshaped to add the mask, the probabilities reshaped for a head mask and for the
+    # returned weights, each in its own optional branch; one finding, at the second bmm
+    src = HEAD + """def attn(self, q, k, v, bsz, tgt, src, mask, head_mask, output_attentions):
+    w = torch.bmm(q, k.transpose(1, 2))
+    if mask is not None:
+        w = w.view(bsz, self.num_heads, tgt, src) + mask
+        w = w.view(bsz * self.num_heads, tgt, src)
+    w = nn.functional.softmax(w, dim=-1)
+    if head_mask is not None:
+        w = head_mask.view(1, -1, 1, 1) * w.view(bsz, self.num_heads, tgt, src)
+        w = w.view(bsz * self.num_heads, tgt, src)
+    if output_attentions:
+        w_reshaped = w.view(bsz, self.num_heads, tgt, src)
+        w = w_reshaped.view(bsz * self.num_heads, tgt, src)
+    p = nn.functional.dropout(w, p=self.dropout, training=self.training)
+    return torch.bmm(p, v)
+"""
+    assert [f.line for f in found(src, "ASC704")] == [19]
+
+
+@pytest.mark.parametrize("body", [
+    "sim = torch.einsum('b i d, b j d -> b i j', q, k) * scale\n"
+    "    return torch.einsum('b i j, b j d -> b i d', sim.softmax(dim=-1), v)",
+    # channels first (guided-diffusion's QKVAttention), an fp32 softmax
+    "w = torch.einsum('bct,bcs->bts', q * scale, k * scale)\n"
+    "    w = torch.softmax(w.float(), dim=-1).type(w.dtype)\n    return torch.einsum('bts,bcs->bct', w, v)",
+    "s = torch.einsum('...id,...jd->...ij', q, k)\n    return torch.einsum('...ij,...jd->...id', s.softmax(-1), v)",
+])
+def test_asc704_einsum_attention(body):
+    assert len(found(HEAD + f"def attn(q, k, v, scale=0.125):\n    {body}\n", "ASC704")) == 1
+
+
+@pytest.mark.parametrize("body", [
+    # a router's softmax, cast to fp32 for a stable routing decision: no q @ k^T
+    "w = F.softmax(self.gate(x).float(), dim=-1).type_as(x)\n    return w @ experts",
+    # single-query (Luong) attention over an untransposed product, softmax over a 2-D score
+    "a = torch.bmm(h, q.unsqueeze(2)).squeeze(2)\n    a = torch.softmax(a, dim=1)\n"
+    "    return torch.bmm(a.unsqueeze(1), h)",
+    # einsum that is a plain product `a @ b`, and one weighing a relative-position table (it has the query axis)
+    "w = torch.einsum('bij,bjk->bik', q, k)\n    return torch.einsum('bik,bkd->bid', w.softmax(-1), v)",
+    "s = torch.einsum('bnid,bnjd->bnij', q, k).softmax(-1)\n    return torch.einsum('bnij,ijh->bnih', s, table)",
+    # the probabilities of the other branch of an if/else never reach this product
+    "p = x.softmax(-1)\n    if train:\n        p = torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n"
+    "    else:\n        return p @ v\n    return p",
+    # a reduction, not a clamp, before the softmax
+    "s = torch.max(q @ k.transpose(-2, -1), -1)\n    return torch.softmax(s, -1) @ v",
+])
+def test_asc704_not_attention(body):
+    src = HEAD + (f"def f(self, q, k, v, x=None, h=None, experts=None, table=None, train=True):\n    {body}\n")
+    assert found(src, "ASC704") == []
+
+
+def test_asc704_mindspore_casts_around_the_softmax():
+    src = """
+        import mindspore as ms
+        from mindspore import nn, ops
+        from mindspore.ops import operations as P
+        import mindspore.common.dtype as mstype
+
+        class Attention(nn.Cell):
+            def __init__(self):
+                super().__init__()
+                self.bmm = P.BatchMatMul()
+                self.bmm_t = P.BatchMatMul(transpose_b=True)
+                self.softmax = nn.Softmax()
+                self.cast = P.Cast()
+
+            def construct(self, q, k, v):
+                score = self.cast(self.bmm_t(q, k), mstype.float32)
+                probs = self.cast(self.softmax(score), mstype.float16)
+                return self.bmm(probs, v)
+
+        def vit(q, k, v):
+            attn = ops.matmul(q, k.transpose(0, 1, 3, 2))
+            attn = ops.softmax(attn.astype(ms.float32), axis=-1).astype(attn.dtype)
+            return ops.matmul(attn, v)
+    """
+    assert [f.line for f in found(src, "ASC704")] == [18, 23]
+
+
+def test_asc701_weight_or_gamma_in_the_message():
+    src = HEAD + """def rms_norm(x, eps=1e-6):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+class Weighted(nn.Module):
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * x * torch.rsqrt(variance + self.eps)
+class Llama(nn.Module):
+    def forward(self, h):
+        dtype = h.dtype
+        h = h.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(dtype)
+def scaled_after(x, g, eps):
+    return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)).to(g.dtype) * g
+"""
+    by_line = {f.line: f.message for f in found(src, "ASC701")}
+    assert sorted(by_line) == [7, 11, 16, 19]
+    assert "npu_rms_norm(x, gamma, epsilon=eps)[0]" in by_line[7] and "a ones tensor" in by_line[7]
+    assert "npu_rms_norm(x, self.weight, epsilon=self.eps)[0]" in by_line[11]
+    assert "npu_rms_norm(h, self.weight, epsilon=self.eps)[0]" in by_line[16]
+    assert "npu_rms_norm(x, g, epsilon=eps)[0]" in by_line[19]
+    assert "ones tensor" not in by_line[11] + by_line[16] + by_line[19]
+
+
+@pytest.mark.parametrize("body", [
+    # an L2 normalisation (a sum of squares): F.normalize, not RMSNorm
+    "return x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + eps)",
+    # the RMS of one tensor scaling another
+    "return y * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",
+    "return (w * y) * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",
+])
+def test_asc701_rms_like_code_that_normalises_something_else(body):
+    assert found(HEAD + f"def norm(x, y, w, eps):\n    {body}\n", "ASC701") == []
+
+
+def test_asc701_weight_after_an_in_place_cast_or_a_branch():
+    src = HEAD + """class T5LayerNorm(nn.Module):
+    def forward(self, h):
+        variance = h.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(variance + self.eps)
+        if self.weight.dtype in [torch.float16, torch.bfloat16]:
+            h = h.to(self.weight.dtype)
+        return self.weight * h
+class Either(nn.Module):
+    def forward(self, x):
+        if self.rms:
+            o = x * torch.rsqrt(x.to(torch.float32).pow(2).mean(-1, keepdim=True) + self.eps)
+        else:
+            o = self.ln(x)
+        return o.type_as(x) * self.g
+class Projected(nn.Module):
+    def forward(self, x):
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.proj(x) * self.scale
+"""
+    messages = [f.message for f in found(src, "ASC701")]
+    assert len(messages) == 3
+    assert "npu_rms_norm(h, self.weight, epsilon=self.eps)[0]" in messages[0]  # the input, not its fp32 copy
+    assert "npu_rms_norm(x, self.g, epsilon=self.eps)[0]" in messages[1]
+    assert "npu_rms_norm(x, gamma, epsilon=self.eps)[0]" in messages[2]  # `self.scale` scales a projection
+
+
+@pytest.mark.parametrize("gelu, advice", [
+    ("F.gelu(gate, approximate=self.approximate)", "approximate=approx)[0]` with `approx` 1 if the GELU"),
+    ("F.gelu(gate, approximate='tanh' if fast else 'none')", "approximate=approx)[0]` with `approx` 1 if"),
+    ("F.gelu(gate, approximate='none')", "approximate=0)[0]`"),
+    ("F.gelu(gate, approximate='tanh')", "approximate=1)[0]`"),
+])
+def test_asc705_approximation_chosen_at_run_time_is_not_prescribed(gelu, advice):
+    src = HEAD + f"def ff(self, x, fast=False):\n    h, gate = self.proj(x).chunk(2, dim=-1)\n    return h * {gelu}\n"
+    (f,) = found(src, "ASC705")
+    assert advice in f.message
+    if "approx)" in advice:
+        assert "approximate=0" not in f.message and "approximate=1" not in f.message
+
+
+def test_asc705_gelu_module_configured_at_run_time():
+    src = HEAD + """class GEGLU(nn.Module):
+    def __init__(self, dim, approximate):
+        super().__init__()
+        self.act = nn.GELU(approximate=approximate)
+    def forward(self, x):
+        a, b = x.chunk(2, dim=-1)
+        return self.act(a) * b
+"""
+    (f,) = found(src, "ASC705")
+    assert "approximate=approx, activate_left=True)[0]`" in f.message
+
+
+@pytest.mark.parametrize("body, code", [
+    # one line: view -> transpose -> contiguous -> view (ShuffleNet), and flattened back with flatten(1, 2)
+    ("return x.view(b, g, c // g, h, w).transpose(1, 2).contiguous().view(b, c, h, w)", "ASC101"),
+    ("return x.reshape(b, g, c // g, h, w).permute(0, 2, 1, 3, 4).contiguous().flatten(1, 2)", "ASC101"),
+    ("x = x.view(b, g, c // g, h, w).transpose(1, 2).contiguous()\n    return x.view(b, -1, h, w)", "ASC101"),
+    # not a shuffle: the channels moved into the batch, or a 4-D (attention-head) view
+    ("return x.view(b, g, c // g, h, w).transpose(1, 2).contiguous().view(b * c // g, g, h, w)", "ASC102"),
+    ("return x.view(b, h, g, c).transpose(1, 2).contiguous()", "ASC102"),
+])
+def test_asc101_channel_shuffle_on_one_line(body, code):
+    src = "import torch\nimport torch_npu\n" + f"def shuffle(x, g):\n    b, c, h, w = x.size()\n    {body}\n"
+    assert [f.code for f in lint(src, select=["ASC101", "ASC102"])] == [code]

@@ -97,7 +97,7 @@ class LayoutClassifier:
         tensor, rest = self._args(producer)
         dims = self._ints(rest)
         rank = self._rank(tensor, producer)
-        if op in ("transpose", "permute") and self._channel_shuffle(op, dims, rank, uses):
+        if op in ("transpose", "permute") and self._channel_shuffle(op, dims, rank, uses, tensor, producer):
             return LayoutCopy(op, "channel-shuffle")
         inner = self._value_at(tensor, producer) if isinstance(tensor, ast.Name) else tensor
         if kinds and all(k in ("matmul", "bmm", "mm") for k in kinds) and self._view_op(inner) is None \
@@ -186,16 +186,23 @@ class LayoutClassifier:
 
     # ------------------------------------------------------------------------------ patterns
     def _channel_shuffle(self, op: str, dims: Optional[List[int]], rank: Optional[int],
-                         uses: List[Tuple[ast.AST, Dict[int, ast.AST]]]) -> bool:
+                         uses: List[Tuple[ast.AST, Dict[int, ast.AST]]], tensor: Optional[ast.expr],
+                         producer: ast.AST) -> bool:
         """`transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D `view`/`reshape` (the groups split out),
-        flattened back to 4-D."""
+        flattened back to 4-D with the batch and spatial dims kept (`view(b, -1, h, w)`, `flatten(1, 2)`; not
+        `view(b * c, t, h, w)`, which moves channels into the batch)."""
         if rank != 5 or dims is None or (op == "transpose" and sorted(dims) != [1, 2]) or (
                 op == "permute" and dims != [0, 2, 1, 3, 4]):
             return False
+        split = tensor if isinstance(tensor, ast.Call) else self._value_at(tensor, producer)
         for value, parents in uses:
             parent = parents.get(id(value))
             call = parents.get(id(parent)) if isinstance(parent, ast.Attribute) else None
-            if isinstance(call, ast.Call) and parent.attr in ("view", "reshape") and _shape_len(call) == 4:
+            if not isinstance(call, ast.Call):
+                continue
+            if parent.attr == "flatten" and [constant(a) for a in call.args] == [1, 2]:
+                return True
+            if parent.attr in ("view", "reshape") and _shape_len(call) == 4 and _keeps_batch_and_space(split, call):
                 return True
         return False
 
@@ -389,6 +396,20 @@ def _shape_len(call: ast.Call) -> Optional[int]:
     if not args or any(isinstance(a, ast.Starred) for a in args):
         return None
     return len(args)
+
+
+def _shape_args(call: ast.AST) -> List[ast.expr]:
+    """The dims of `x.view(a, b, c)` / `x.reshape((a, b, c))` as written."""
+    args = call.args if isinstance(call, ast.Call) else []
+    return list(args[0].elts) if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)) else list(args)
+
+
+def _keeps_batch_and_space(split: Optional[ast.AST], merged: ast.Call) -> bool:
+    """The 4-D `merged` view keeps the batch and spatial dims of the 5-D `split` one (unknown: assumed)."""
+    five, four = _shape_args(split), _shape_args(merged)
+    if len(five) != 5 or len(four) != 4:
+        return True
+    return all(ast.dump(four[i]) == ast.dump(five[j]) or constant(four[i]) == -1 for i, j in ((0, 0), (2, 3), (3, 4)))
 
 
 def _callee_name(call: ast.Call) -> Optional[str]:

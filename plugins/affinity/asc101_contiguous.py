@@ -32,7 +32,10 @@ class ContiguousAfterView(LayoutCopyRule):
     docs = Docs(
         summary="`.contiguous()` after a view op where Ascend has a better way (shuffle, matmul, attention).",
         what="Flags `.contiguous()` on the result of a view op where Ascend has a better way: (1) the channel "
-             "shuffle (`transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D grouped `view`); (2) a transpose of "
+             "shuffle (`transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D grouped `view`, flattened back to "
+             "4-D with the batch and spatial dims kept, over several lines or on one: "
+             "`x.view(b, g, c // g, h, w).transpose(1, 2).contiguous().view(b, c, h, w)`, `.flatten(1, 2)`); "
+             "(2) a transpose of "
              "the last two dims (`.t()`, `.mT`, `transpose(-2, -1)`, ...) whose copy only feeds matmuls "
              "(`torch.matmul`, `bmm`, `mm`, `@`, `F.linear`); (3) the attention-head transpose "
              "(`transpose(1, 2)`, `permute(0, 2, 1, 3)`) in attention code (a function or class named for "
@@ -54,7 +57,9 @@ class ContiguousAfterView(LayoutCopyRule):
                        "`x if x.is_contiguous() else x.contiguous()`; set-up in `__init__`; eager fallbacks "
                        "written beside a fused path (functions named `torch_*`, `eager_*`, `*_naive`, "
                        "`*_fallback`, `*_reference`, ...). The rule cannot see shapes: the attention pattern "
-                       "is recognised by the permutation and the surrounding code, not by the tensor's rank.",
+                       "is recognised by the permutation and the surrounding code, not by the tensor's rank. A "
+                       "5-D transpose flattened to a 4-D view that changes the batch or spatial dims "
+                       "(`view(b * c, t, h, w)`: channels moved into the batch) is not a channel shuffle (ASC102).",
         example="""
             def channel_shuffle(x, groups):
                 b, c, h, w = x.size()

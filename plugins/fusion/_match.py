@@ -12,9 +12,11 @@ from typing import Callable, ClassVar, FrozenSet, List, NamedTuple, Optional, Tu
 from ascend_lint.rule import Rule
 from ascend_lint.analysis.semantic import FileContext, argument, constant, keyword
 
+from ._reach import encloses, function_defs
+
 # Look-up of a local name: (bound value, unpack index) or None when unknown.
 Lookup = Callable[[ast.Name], Optional[Tuple[ast.expr, Optional[int], Optional[ast.stmt]]]]
-CASTS = frozenset({"to", "float", "half", "bfloat16", "type", "type_as", "contiguous"})
+CASTS = frozenset({"to", "float", "half", "bfloat16", "type", "type_as", "contiguous", "astype"})
 MAX_STEPS = 8
 _NAME_HANDLERS = frozenset({"visit_Attribute", "visit_Name", "visit_ImportFrom"})  # FusionRule's, for fused ops
 
@@ -66,13 +68,62 @@ class FusionRule(Rule):
 
 # ------------------------------------------------------------------------------------ resolution
 def ctx_lookup(ctx: FileContext) -> Lookup:
-    """Name look-up through the semantic model, at the name's own position."""
+    """Name look-up at the name's own position: a local of the enclosing function through the assignments
+    that may reach it (the last in text order that is not in a branch excluding the use), any other name
+    through the semantic model."""
+    reach = ctx_reach(ctx)
+
     def look(name: ast.Name):
+        found = reach(name)
+        if found is not None:
+            return found[0] if found and found[0][0] is not None else None
         bound = ctx.binding_before(name.id, name)
         if bound is None or bound.value is None:
             return None
         return bound.value, bound.index, bound.stmt
     return look
+
+
+def ctx_reach(ctx: FileContext) -> Callable[[ast.Name], Optional[List[Tuple[Optional[ast.expr], Optional[int],
+                                                                                ast.stmt]]]]:
+    """Every assignment of a local name that may reach the name's position, the last in text order first
+    (value None: unknown); None for a name that is not a local of the enclosing function."""
+    scope = ctx.function
+
+    def reach(name: ast.Name):
+        if scope is None or not encloses(scope.node, name):
+            return None
+        if name.id not in scope.bindings:  # never assigned in the function (so far): a parameter or not local
+            return [] if name.id in scope.params else None
+        defs = function_defs(scope.node)
+        if not defs.is_local(name.id):
+            return None
+        return [(d.value, d.index, d.stmt) for d in defs.reaching(name)]
+    return reach
+
+
+def alternatives(ctx: FileContext, name: ast.Name) -> List[ast.expr]:
+    """The values a name may hold at its position (each reaching assignment, a literal tuple's element for
+    an unpacked one); the semantic model's binding for a name that is not a local."""
+    found = ctx_reach(ctx)(name)
+    if found is None:
+        bound = ctx.binding_before(name.id, name)
+        found = [(bound.value, bound.index, bound.stmt)] if bound is not None else []
+    values = []
+    for value, index, _ in found:
+        if value is not None and index is not None:
+            value = _element(value, index)
+        if value is not None:
+            values.append(value)
+    return values
+
+
+def _element(value: ast.expr, index: int) -> Optional[ast.expr]:
+    """The index-th element of a literal tuple or list (None when it is not one)."""
+    if (isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in value.elts)):
+        return value.elts[index]
+    return None
 
 
 def body_lookup(func: ast.AST) -> Lookup:
@@ -107,10 +158,9 @@ def resolve(look: Lookup, node: ast.expr) -> ast.expr:
             break
         value, index = bound[0], bound[1]
         if index is not None:  # `a, b = x1, x2`: the index-th element of a literal tuple
-            if not (isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts)
-                    and not any(isinstance(e, ast.Starred) for e in value.elts)):
+            value = _element(value, index)
+            if value is None:
                 break
-            value = value.elts[index]
         node = value
     return node
 
@@ -119,11 +169,20 @@ def peel(look: Lookup, node: ast.expr) -> ast.expr:
     """Resolve names and look through dtype casts (`.float()`, `.to(dtype)`, `.type_as(x)`)."""
     for _ in range(MAX_STEPS):
         node = resolve(look, node)
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CASTS
+        inner = uncast(node)
+        if inner is node:
+            break
+        node = inner
+    return node
+
+
+def uncast(node: ast.expr) -> ast.expr:
+    """`node` without the dtype casts around it (`.float()`, `.to(dtype)`, `.astype(t)`); names left as they are."""
+    for _ in range(MAX_STEPS):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CASTS
                 and not _is_module_call(node)):
-            node = node.func.value
-            continue
-        break
+            break
+        node = node.func.value
     return node
 
 
@@ -195,9 +254,9 @@ ACTIVATION_NAMES = {"silu": ("silu", False), "swish": ("silu", False), "gelu": (
                     "gelu_new": ("gelu", True), "gelu_pytorch_tanh": ("gelu", True), "gelu_fast": ("gelu", True)}
 
 
-def activation(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[Tuple[str, ast.expr, bool]]:
-    """(kind, input, tanh-approximated) for `F.silu(a)`, `nn.SiLU()(a)`, `self.act(a)` with
-    `self.act = nn.GELU(...)` in `__init__`, or a local bound to such a module."""
+def activation(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[Tuple[str, ast.expr, Optional[bool]]]:
+    """(kind, input, tanh-approximated: None when chosen at run time) for `F.silu(a)`, `nn.SiLU()(a)`,
+    `self.act(a)` with `self.act = nn.GELU(...)` in `__init__`, or a local bound to such a module."""
     node = resolve(look, node)
     if not isinstance(node, ast.Call) or len(node.args) != 1:
         return None
@@ -219,9 +278,9 @@ def activation(ctx: FileContext, look: Lookup, node: ast.expr) -> Optional[Tuple
     return None
 
 
-def _table_activation(ctx: FileContext, lookup: ast.Subscript) -> Optional[Tuple[str, bool]]:
+def _table_activation(ctx: FileContext, lookup: ast.Subscript) -> Optional[Tuple[str, Optional[bool]]]:
     """`ACT2FN["silu"]`, or `ACT2FN[config.hidden_act]` where the project's configuration classes default
-    `hidden_act` to one activation: (kind, tanh-approximated)."""
+    `hidden_act` to one activation: (kind, tanh-approximated; None when a configuration picks it)."""
     table = lookup.value
     qual = ctx.qualname(table)  # an imported table by its own name (`ACT2FN as A`), else as spelled
     name = (qual.rsplit(".", 1)[-1] if qual else table.attr if isinstance(table, ast.Attribute)
@@ -231,12 +290,17 @@ def _table_activation(ctx: FileContext, lookup: ast.Subscript) -> Optional[Tuple
     key = lookup.slice
     value = constant(key)
     if value is None and isinstance(key, ast.Attribute):
-        value = ctx.config_default(key.attr)
+        named = ACTIVATION_NAMES.get(ctx.config_default(key.attr) or "")
+        return (named[0], None) if named is not None else None  # a checkpoint's config may pick gelu_new
     return ACTIVATION_NAMES.get(value) if isinstance(value, str) else None
 
 
-def _tanh(kw: Optional[ast.keyword]) -> bool:
-    return kw is not None and constant(kw.value) == "tanh"
+def _tanh(kw: Optional[ast.keyword]) -> Optional[bool]:
+    """Is GELU tanh-approximated: its `approximate=` keyword (absent: exact); None when chosen at run time."""
+    if kw is None:
+        return False
+    value = constant(kw.value, default=None)
+    return value == "tanh" if isinstance(value, str) else None
 
 
 def _module_value(ctx: FileContext, look: Lookup, func: ast.expr) -> Optional[ast.expr]:
@@ -343,7 +407,7 @@ class Gate(NamedTuple):
 
     source: Optional[ast.expr]  # the tensor split in halves (None: two projections)
     act_first: bool  # the activation takes the first half
-    tanh: bool  # the activation is tanh-approximated
+    tanh: Optional[bool]  # the activation is tanh-approximated (None: the code chooses at run time)
     projections: Optional[Tuple[ast.expr, ast.expr]] = None  # (gate projection, up projection)
 
 

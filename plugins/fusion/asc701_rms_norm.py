@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Docs
 
 from ._match import (CASTS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel, qual_or_method, resolve, same,
-                     square_base, src, src_at)
+                     square_base, src, src_at, uncast)
+from ._reach import following
 from ascend_lint.analysis.semantic import argument, constant
 
 
@@ -21,18 +22,24 @@ class HandwrittenRmsNorm(FusionRule):
         summary="A hand-written RMSNorm that `torch_npu.npu_rms_norm` computes in one kernel.",
         what="Flags a hand-written RMS normalisation: `rsqrt(mean(x²) + eps)` (or `1 / sqrt(...)`, "
              "`x / sqrt(...)`) where the mean runs over the last dim with `keepdim=True` and the square is "
-             "`x.pow(2)`, `x * x`, `x ** 2`, `x.square()` or `torch.pow(x, 2)`, inline or through local names.",
+             "`x.pow(2)`, `x * x`, `x ** 2`, `x.square()` or `torch.pow(x, 2)`, inline or through local names, "
+             "scaled by a weight or not (`w * x * rsqrt(...)`, `x * rsqrt(...) * w`, or no weight at all). The "
+             "message names the weight when it sees one: in the product itself, around it, or in the statement "
+             "that next reads the normalised name (`h = h * rsqrt(...)`, `return self.weight * h.to(dtype)`).",
         why="Written out, RMSNorm is five or more small kernels (pow, mean, add, rsqrt, mul, plus casts), each "
             "launched from the host; torch_npu's `npu_rms_norm` does it in one. Ascend's profiler advisor "
             "flags the same pow-mean-add-rsqrt-mul sequence (CANN >= 7.0.0) and recommends "
             "`torch_npu.npu_rms_norm`. Signature: `torch_npu.npu_rms_norm(self, gamma, epsilon=1e-06)` returns "
-            "a tuple `(y, rstd)`; take element 0. Conditions (op-plugin docs): `self` and `gamma` 2-8-D, "
+            "a tuple `(y, rstd)`; take element 0. `gamma` is required: a norm without a weight passes a ones "
+            "tensor of the last dim's size in the input's dtype (made once, e.g. a buffer, not per call). "
+            "Conditions (op-plugin docs): `self` and `gamma` 2-8-D, "
             "`gamma` shaped like the trailing dims of `self` (usually the last dim); on Atlas A2/A3 "
             "fp16/bf16/fp32 inputs (fp16 or bf16 `self` may use an fp32 `gamma`); on Atlas training and "
             "inference series fp16/fp32 with matching `gamma`; on Atlas inference series the last dim must be "
             "at least 32 bytes.",
         known_problems="Not flagged: LayerNorm (the squared term is centred: `(x - mean)`), norms over another "
-                       "dim (`dim=1`, PixelNorm), a mean without `keepdim=True`, an RMS metric without `eps`, "
+                       "dim (`dim=1`, PixelNorm), an L2 normalisation (a sum of squares, not a mean), the RMS of "
+                       "one tensor scaling another, a mean without `keepdim=True`, an RMS metric without `eps`, "
                        "and files that already call `npu_rms_norm`/`npu_add_rms_norm` (the hand-written block is "
                        "then taken as the fallback of the fused path).",
         example="""
@@ -115,6 +122,12 @@ class HandwrittenRmsNorm(FusionRule):
             return
         self._scaled(parent, node, inverse, match)
 
+    def _ancestors(self, node: Optional[ast.AST]) -> List[ast.AST]:
+        """The nodes around `node` (one being walked), innermost first."""
+        stack = self.ctx.stack
+        index = next((i for i in range(len(stack) - 1, -1, -1) if stack[i] is node), 0)
+        return stack[index - 1::-1] if index else []
+
     def visit_BinOp(self, node: ast.BinOp) -> None:
         """`x * rstd` with `rstd` a name bound to a matched rsqrt."""
         if not isinstance(node.op, ast.Mult):
@@ -138,13 +151,48 @@ class HandwrittenRmsNorm(FusionRule):
         else:
             return False
         look = ctx_lookup(self.ctx)
-        if not _same_tensor(look, other, base):
+        weight = None
+        if _is_op(other, ast.Mult) and not _same_tensor(look, other, base):
+            weight = _other_factor(look, other, base)  # `w * x * rsqrt(...)`: (w * x) scaled
+            if weight is None:
+                return False
+        elif not _same_tensor(look, other, base):
             return False  # e.g. `F.linear(x, w) * rsqrt(...)`: the factor scales something else
-        call = (f"use `torch_npu.npu_rms_norm({src_at(self.ctx, base, parent, 'x')}, weight, "
-                f"epsilon={src(self.ctx, eps, 'eps')})[0]` "
-                "(it returns (y, rstd))")
+        else:
+            weight = self._weight_around(parent)
+        x, epsilon = src_at(self.ctx, uncast(base), parent, 'x'), src(self.ctx, eps, 'eps')  # the op upcasts
+        if weight is not None:
+            call = (f"use `torch_npu.npu_rms_norm({x}, {src(self.ctx, weight, 'weight')}, epsilon={epsilon})[0]` "
+                    "(it returns (y, rstd))")
+        else:
+            call = (f"use `torch_npu.npu_rms_norm({x}, gamma, epsilon={epsilon})[0]` (it returns (y, rstd)) with "
+                    "`gamma` the weight the result is scaled by, or, for a norm without a weight, a ones tensor of "
+                    "the last dim's size in the input's dtype, made once (the op requires `gamma`)")
         self.candidate(parent, self.message.format(call=call))
         return True
+
+    def _weight_around(self, norm: ast.AST) -> Optional[ast.expr]:
+        """The weight that scales the normalised tensor: the other factor of a product around it (`w * (x *
+        rstd)`, `(x * rstd).to(dtype) * w`), or, when it is assigned to a name, of the product that reads the
+        name next (`h = h * rstd; return self.weight * h.to(dtype)`)."""
+        ancestors = self._ancestors(norm)
+        inner = norm
+        for outer in ancestors:
+            if isinstance(outer, ast.Attribute) and outer.attr in CASTS:
+                inner = outer
+                continue
+            if isinstance(outer, ast.Call) and outer.func is inner:
+                inner = outer
+                continue
+            break
+        else:
+            return None
+        if _is_op(outer, ast.Mult):
+            return outer.right if outer.left is inner else outer.left
+        if (isinstance(outer, ast.Assign) and len(outer.targets) == 1 and isinstance(outer.targets[0], ast.Name)
+                and self.ctx.function is not None):
+            return _weight_after(outer.targets[0].id, following(self.ctx.function.node, outer))
+        return None
 
     def _mean_square_plus_eps(self, node: ast.expr) -> Optional[Tuple[ast.expr, ast.expr]]:
         """(x, eps) for `mean(square(x), -1, keepdim=True) + eps` in its usual spellings."""
@@ -188,6 +236,44 @@ class HandwrittenRmsNorm(FusionRule):
 
 def _is_op(node: Optional[ast.AST], op: type) -> bool:
     return isinstance(node, ast.BinOp) and isinstance(node.op, op)
+
+
+def _other_factor(look: Lookup, product: ast.BinOp, base: ast.expr) -> Optional[ast.expr]:
+    """w for the product `w * x` (either order) of the normalised tensor x and a weight."""
+    for one, other in ((product.left, product.right), (product.right, product.left)):
+        if _same_tensor(look, one, base) and not _same_tensor(look, other, base):
+            return other
+    return None
+
+
+def _weight_after(name: str, stmts: List[ast.stmt]) -> Optional[ast.expr]:
+    """The weight in the first statement that reads `name`: the other factor of `w * name` (casts of `name`
+    looked through); a statement that only casts it in place (`if ...: h = h.to(w.dtype)`) is passed over.
+    None when the name is read otherwise first."""
+    for stmt in stmts:
+        reads = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+        if not reads:
+            continue
+        for node in ast.walk(stmt):
+            if _is_op(node, ast.Mult):
+                for one, other in ((node.left, node.right), (node.right, node.left)):
+                    if _names(uncast(one), name) and not _names(uncast(other), name):
+                        return other
+        if not _casts_in_place(stmt, name):
+            return None
+    return None
+
+
+def _casts_in_place(stmt: ast.stmt, name: str) -> bool:
+    """`name = name.to(dtype)`, alone or as the body of an `if`."""
+    if isinstance(stmt, ast.If) and not stmt.orelse:
+        return all(_casts_in_place(inner, name) for inner in stmt.body)
+    return (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _names(stmt.targets[0], name)
+            and uncast(stmt.value) is not stmt.value and _names(uncast(stmt.value), name))
+
+
+def _names(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _same_tensor(look: Lookup, a: ast.expr, b: ast.expr) -> bool:

@@ -11,7 +11,7 @@ from ._match import FusionRule, gated, src_at
 class HandwrittenGeglu(FusionRule):
     code = "ASC705"
     name = "handwritten-geglu"
-    message = "hand-written GEGLU runs as separate split/gelu/mul kernels on Ascend: use `{call}`"
+    message = "hand-written GEGLU runs as separate split/gelu/mul kernels on Ascend: use {call}"
     fused_ops = frozenset({"npu_geglu"})
     triggers = ("gelu", "GELU", "act", "npu_geglu")
     docs = Docs(
@@ -29,7 +29,11 @@ class HandwrittenGeglu(FusionRule):
             "sequence (CANN >= 8.0.RC1). Conditions (aclnnGeGluV3 docs): 1-8-D input whose `dim` size is even; "
             "fp32/fp16 on Atlas training and inference series, also bf16 on Atlas A2/A3.",
         known_problems="GELU gating of two separate projections is not flagged (the fused op needs one tensor). "
-                       "Files that already call `npu_geglu` are taken as having the fused path.",
+                       "Files that already call `npu_geglu` are taken as having the fused path. When the code "
+                       "picks the approximation at run time (`F.gelu(g, approximate=self.approximate)`, "
+                       "`nn.GELU(approximate=arg)`, `ACT2FN[config.hidden_act]`), the message gives no value for "
+                       "`approximate`: it says which value goes with which GELU (a fixed value would change the "
+                       "results of the other setting).",
         example="""
             import torch.nn.functional as F
             import torch_npu
@@ -69,6 +73,10 @@ class HandwrittenGeglu(FusionRule):
         if gate is None or gate.source is None:
             return
         left = ", activate_left=True" if gate.act_first else ""
-        call = (f"torch_npu.npu_geglu({src_at(self.ctx, gate.source, node, 'gate_up')}, dim=-1, approximate={1 if gate.tanh else 0}"
-                f"{left})[0]")
+        source = src_at(self.ctx, gate.source, node, 'gate_up')
+        if gate.tanh is None:  # following a fixed value would change the results of one of the two settings
+            call = (f"`torch_npu.npu_geglu({source}, dim=-1, approximate=approx{left})[0]` with `approx` 1 if the "
+                    "GELU the code picks at run time is the tanh approximation, 0 if it is the exact (erf) one")
+        else:
+            call = f"`torch_npu.npu_geglu({source}, dim=-1, approximate={1 if gate.tanh else 0}{left})[0]`"
         self.candidate(node, self.message.format(call=call))
