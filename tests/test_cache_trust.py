@@ -58,6 +58,8 @@ def run(capsys, *args: str) -> tuple:
 
 
 def project(tmp_path, monkeypatch, files=None) -> None:
+    """A project (a marker: its whole tree is indexed and its listing stored) with these files."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     for name, text in (files or {"bad.py": BAD, "good.py": GOOD}).items():
         (tmp_path / name).write_text(text)
     monkeypatch.chdir(tmp_path)
