@@ -19,6 +19,9 @@ from ..fileio import split_lines
 from .data import (HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, STEP_CALL_NAMES, STEP_NAME_RE,
                            STEP_RECEIVER_HINTS, framework_kind)
 from .summary import call_text, npu_context, run_mode
+# Pure AST helpers live in ascend_lint.astutil; the old names stay importable from here for one step.
+from ..astutil import argument, constant, has_star_args, keyword, method_name, receiver_name  # noqa: F401
+from ..astutil import contains as _contains
 from .view import NULL_VIEW, ProjectView
 from ..rule import Span
 
@@ -824,7 +827,7 @@ class FileContext:
             if isinstance(node, ast.Compare) and all(isinstance(op, ast.Eq) for op in node.ops):
                 for side in [node.left] + node.comparators:
                     for sub in ast.walk(side):
-                        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else ""
+                        name = receiver_name(sub)
                         if name in counters or STEP_COUNTER_RE.search(name):
                             return True
         return False
@@ -940,9 +943,7 @@ def _guards_import(node: ast.Try) -> bool:
 
 def _availability_test(test: ast.expr) -> bool:
     """`is_fp8_available()`, `is_flash_attn_available() and x`: a test that an optional package is there."""
-    return any(isinstance(n, ast.Call) and "available" in (
-        n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else "")
-        for n in ast.walk(test))
+    return any(isinstance(n, ast.Call) and "available" in receiver_name(n.func) for n in ast.walk(test))
 
 
 def _imported_modules(stmt: ast.stmt) -> List[str]:
@@ -966,13 +967,6 @@ def _bound_names(stmt: ast.stmt) -> Set[str]:
         for target in targets:
             names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
     return names
-
-
-def _contains(outer: ast.AST, inner: ast.AST) -> bool:
-    """Position-based containment (the walker's stacks only hold ancestors, so this is enough)."""
-    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
-    )
 
 
 _STATEMENT_LISTS = ("body", "orelse", "finalbody")
@@ -1065,15 +1059,6 @@ def _local_callee(call: ast.Call) -> Optional[str]:
     return None
 
 
-def receiver_name(node: ast.AST) -> str:
-    """The last name of a receiver: `self.optimizer` -> 'optimizer', `opt` -> 'opt'."""
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
-
-
 def is_step_call(call: ast.Call) -> bool:
     """`loss.backward()`, `optimizer.step()`, `scaler.step(opt)`, `*.train_one_step(...)`, `optimizer(grads)`."""
     func = call.func
@@ -1092,49 +1077,3 @@ def is_step_call(call: ast.Call) -> bool:
         first = call.args[0]
         return isinstance(first, ast.Name) and "grad" in first.id.lower()
     return False
-
-
-# ------------------------------------------------------------------- call helpers for rules
-_MISSING = object()
-
-
-def argument(call: ast.Call, name: Optional[str], position: Optional[int] = None) -> Optional[ast.expr]:
-    """The argument passed as keyword `name` or at `position` (0-based), if any."""
-    if name is not None:
-        for kw in call.keywords:
-            if kw.arg == name:
-                return kw.value
-    if position is not None and position < len(call.args):
-        if not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
-            return call.args[position]
-    return None
-
-
-def keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw
-    return None
-
-
-def has_star_args(call: ast.Call) -> bool:
-    """`f(*a)` / `f(**kw)`: arguments that cannot be read statically."""
-    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
-
-
-def constant(node: Optional[ast.AST], default: object = None) -> object:
-    """The value of a literal (negative numbers included), else `default`."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        value = node.operand.value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return -value
-    return default
-
-
-def method_name(call: ast.AST) -> Optional[str]:
-    """`x.foo(...)` -> 'foo'."""
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    return None

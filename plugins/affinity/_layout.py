@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Rule
-from ascend_lint.analysis.semantic import FileContext, argument, constant
+from ascend_lint.analysis.semantic import FileContext
+from ascend_lint.astutil import argument, callee_name, constant, contains
 
 VIEW_OPS = frozenset({
     "transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "chunk", "split", "tensor_split",
@@ -255,7 +256,7 @@ class LayoutClassifier:
             return True
         key = id(func.node)
         if key not in self._attention:
-            names = {_callee_name(n) or "" for n in ast.walk(func.node) if isinstance(n, ast.Call)}
+            names = {callee_name(n) for n in ast.walk(func.node) if isinstance(n, ast.Call)}
             matmul = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult) for n in ast.walk(func.node)) \
                 or bool(names & {"matmul", "bmm", "baddbmm", "einsum"})
             self._attention[key] = any(FUSED_ATTENTION_RE.search(n) for n in names) or (
@@ -283,7 +284,7 @@ class LayoutClassifier:
         ctx = self.ctx
         func = ctx.function
         for if_node, in_else in ctx.ifs:
-            if func is not None and not _inside(func.node, if_node):
+            if func is not None and not contains(func.node, if_node):
                 continue
             if self._calls_fused(if_node.body if in_else else if_node.orelse):
                 return True
@@ -304,7 +305,7 @@ class LayoutClassifier:
         for stmt in stmts:
             for n in ast.walk(stmt):
                 if isinstance(n, ast.Call):
-                    name = _callee_name(n) or ""
+                    name = callee_name(n)
                     qual = self.ctx.qualname(n.func) or ""
                     if qual.startswith("torch_npu.") or name.startswith("npu_") or "fused" in name.lower() \
                             or FUSED_ATTENTION_RE.search(name):
@@ -362,7 +363,7 @@ class LayoutClassifier:
             if isinstance(parent.func, ast.Subscript):  # triton: kernel[grid](x, ...)
                 return "kernel"
             qual = self.ctx.qualname(parent.func) or ""
-            name = _callee_name(parent) or ""
+            name = callee_name(parent)
             if qual in MATMUL_FUNCS or (isinstance(parent.func, ast.Attribute) and name in MATMUL_METHODS):
                 return {"bmm": "bmm", "baddbmm": "bmm", "addbmm": "bmm", "mm": "mm", "addmm": "mm"}.get(name, "matmul")
             if qual.startswith(("torch.ops.", "torch_npu.")) or "._C." in qual or qual.endswith("._C") \
@@ -377,10 +378,6 @@ class LayoutClassifier:
         return "other"
 
 
-def _inside(outer: ast.AST, inner: ast.AST) -> bool:
-    return outer.lineno <= inner.lineno and (inner.end_lineno or 0) <= (outer.end_lineno or 0)
-
-
 def _shape_len(call: ast.Call) -> Optional[int]:
     """How many dims `x.view(a, b, c)` / `x.reshape((a, b, c))` gives, if it says."""
     args = call.args
@@ -389,12 +386,3 @@ def _shape_len(call: ast.Call) -> Optional[int]:
     if not args or any(isinstance(a, ast.Starred) for a in args):
         return None
     return len(args)
-
-
-def _callee_name(call: ast.Call) -> Optional[str]:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None

@@ -6,7 +6,8 @@ import keyword as pykeyword
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import Scope, argument, constant, keyword, method_name
+from ascend_lint.analysis.semantic import Scope
+from ascend_lint.astutil import argument, constant, contains, keyword, method_name, parent_map
 
 TORCH_CTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor"} | {
     f"torch.{kind}Tensor" for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char",
@@ -266,7 +267,7 @@ class HostToDeviceCopyInForward(Rule):
         `if x.is_npu:` / `if not self.is_cpu_device:`): there the "device" is the host."""
         hot = self.ctx.hot_method()
         for if_node, in_else in self.ctx.ifs:
-            if hot is not None and not _inside(hot.node, if_node):
+            if hot is not None and not contains(hot.node, if_node):
                 continue
             side = _cpu_test(if_node.test)
             if side is not None and side == in_else:
@@ -482,7 +483,7 @@ class HostToDeviceCopyInForward(Rule):
         if not any(self._persistent(t) for t in targets):
             return False
         hot = self.ctx.hot_method()
-        return any(hot is None or _inside(hot.node, if_node) for if_node, _ in self.ctx.ifs)
+        return any(hot is None or contains(hot.node, if_node) for if_node, _ in self.ctx.ifs)
 
     def _persistent(self, target: ast.AST) -> bool:
         if isinstance(target, (ast.Attribute, ast.Subscript)):
@@ -622,8 +623,7 @@ class HostToDeviceCopyInForward(Rule):
     def _parents(self, func: ast.AST) -> Dict[int, ast.AST]:
         key = id(func)
         if key not in self._parent_maps:
-            self._parent_maps[key] = {id(child): node for node in ast.walk(func)
-                                      for child in ast.iter_child_nodes(node)}
+            self._parent_maps[key] = parent_map(func)
         return self._parent_maps[key]
 
     def _plain_attribute(self, cls: ast.ClassDef, init: ast.FunctionDef, self_name: str, attr: str) -> bool:
@@ -891,11 +891,6 @@ def _cpu_test(test: ast.expr) -> Optional[bool]:
     if side is None:
         return None
     return not side if negated else side
-
-
-def _inside(outer: ast.AST, inner: ast.AST) -> bool:
-    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
 
 
 def _self_attr(node: ast.AST, self_name: str) -> bool:

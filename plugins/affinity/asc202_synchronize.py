@@ -5,7 +5,7 @@ import ast
 from typing import Optional
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import receiver_name
+from ascend_lint.astutil import parent_map, receiver_name
 
 # Device-wide synchronizes (torch_npu.npu.X is canonicalised to torch.npu.X by the semantic model).
 DEVICE_SYNCS = frozenset({
@@ -227,7 +227,7 @@ def _binding_used_only_here(func: ast.AST, use: ast.Name, stmt: ast.stmt):
     The statement qualifies when it is the name's only assignment and the call its only read, or when it
     directly precedes the call in the same block (no other use of the name in between) and the next use
     of the name after the call, if any, is a new assignment."""
-    parents = {id(child): node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(func)
     occurrences = sorted((n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == use.id),
                          key=lambda n: (n.lineno, n.col_offset))
     loads = [n for n in occurrences if isinstance(n.ctx, ast.Load)]

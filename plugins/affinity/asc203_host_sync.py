@@ -5,7 +5,8 @@ import ast
 from typing import Dict, Optional, Tuple
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import Binding, argument, method_name, receiver_name
+from ascend_lint.analysis.semantic import Binding
+from ascend_lint.astutil import argument, contains, method_name, receiver_name
 
 # Tensor methods that copy device data to the host (`asnumpy` is MindSpore's `numpy`).
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist", "asnumpy"})
@@ -241,7 +242,7 @@ class HostSyncInStepLoop(Rule):
             return isinstance(value, ast.Name) and depth < 3 and self._is_loop_variable(value.id, depth + 1)
         func = self.ctx.function
         for loop in self.ctx.loops:
-            if isinstance(loop, (ast.For, ast.AsyncFor)) and (func is None or _inside(func.node, loop)):
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and (func is None or contains(func.node, loop)):
                 if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(loop.target)):
                     return True
         return False
@@ -287,11 +288,6 @@ def _torch_returns_tensor(qual: str) -> bool:
         return True
     parts = qual.split(".")
     return len(parts) == 2 and parts[0] == "torch" and parts[1][:1].islower() and parts[1] not in NON_TENSOR_TORCH
-
-
-def _inside(outer: ast.AST, inner: ast.AST) -> bool:
-    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
 
 
 def _short(node: ast.expr, generic: str) -> str:

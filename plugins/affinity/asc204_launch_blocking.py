@@ -5,7 +5,7 @@ import ast
 from typing import Optional
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import argument, constant
+from ascend_lint.astutil import argument, constant
 
 VARIABLE = "ASCEND_LAUNCH_BLOCKING"
 ENV = "os.environ"

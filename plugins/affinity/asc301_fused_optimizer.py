@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import constant, has_star_args
+from ascend_lint.astutil import callee_name, constant, has_star_args
 
 
 @dataclass(frozen=True)
@@ -233,8 +233,7 @@ class FusedOptimizerAvailable(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         qual = self.ctx.call_name(node)
-        func = node.func
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        last = callee_name(node)
         if "Fused" in last:  # NpuFusedAdam, apex FusedAdam, a project's FunctionalFusedAdamW, ...
             self._fused_seen.add(last.rsplit("Fused", 1)[-1])
             return

@@ -6,7 +6,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import argument
+from ascend_lint.astutil import argument, callee_name
 
 # Callees that build optimizers: resolved modules, or an optimizer-like last name (local classes too).
 OPTIMIZER_MODULES = ("torch.optim.", "torch_npu.optim.", "apex.optimizers.", "timm.optim.", "transformers.",
@@ -160,8 +160,7 @@ class MergeableParamGroups(Rule):
             return False  # MindSpore applies its optimizers per parameter: groups cost no extra launches
         if qual is not None and qual.startswith(OPTIMIZER_MODULES) and qual.rsplit(".", 1)[-1][:1].isupper():
             return True
-        func = node.func
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        last = callee_name(node)
         return bool(OPTIMIZER_NAME_RE.search(last)) and "sched" not in last.lower()
 
     def _params_src(self, group: ast.Dict) -> str:
@@ -179,8 +178,7 @@ class MergeableParamGroups(Rule):
             if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.GeneratorExp, ast.SetComp)):
                 return True
             if isinstance(node, ast.Call):
-                func = node.func
-                last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                last = callee_name(node)
                 return last in ITERABLE_CALLS or "param" in last.lower()
             if not isinstance(node, ast.Name):
                 return False

@@ -5,7 +5,8 @@ import ast
 from typing import Optional
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import FileContext, argument, constant, keyword
+from ascend_lint.analysis.semantic import FileContext
+from ascend_lint.astutil import argument, constant, keyword
 
 from ..migration._common import in_backend_switch
 

@@ -5,7 +5,7 @@ import ast
 from typing import List, Optional, Set
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import argument
+from ascend_lint.astutil import argument, callee_name
 
 from .asc301_fused_optimizer import FUSED_CLIP_METHODS, imported_fused, is_fused_optimizer
 
@@ -24,7 +24,7 @@ def clips_everything(node: Optional[ast.expr]) -> bool:
     if not isinstance(node, ast.Call):
         return False
     func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    name = callee_name(node)
     if name == "master_params":
         return True
     if name != "parameters" or not isinstance(func, ast.Attribute):
@@ -115,8 +115,7 @@ class FusedClipGradNorm(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        name = callee_name(node)
         if name in FUSED_CLIP_METHODS:
             self._fused_clip = True
             return

@@ -5,7 +5,7 @@ import ast
 from typing import List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule, Severity
-from ascend_lint.analysis.semantic import argument, constant, receiver_name
+from ascend_lint.astutil import argument, constant, receiver_name
 
 from .asc301_fused_optimizer import imported_fused, is_fused_optimizer, is_plain_optimizer
 from .asc303_amp_combine_grad import flag_state, is_amp_initialize

@@ -5,7 +5,7 @@ import ast
 from typing import Dict, Tuple
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import argument
+from ascend_lint.astutil import argument, callee_name
 
 _IN_OUT = (("in_channels", 0), ("out_channels", 1))
 # layer class -> the (keyword, position) of each dimension argument that is checked
@@ -138,7 +138,7 @@ class DimNotAligned(Rule):
                 arg = argument(node, name, pos)
                 if arg is not None:
                     self._check(arg, f"`{name}` of `{layer}`")
-        callee = qual or _callee_name(node.func)
+        callee = qual or callee_name(node)
         if callee.rsplit(".", 1)[-1].startswith("load"):
             return  # load_pretrained(..., num_classes=1000) reads a checkpoint's head, it builds nothing
         for kw in node.keywords:
@@ -172,9 +172,3 @@ class DimNotAligned(Rule):
             if name in scope.params:
                 return "parameter"
         return "module"
-
-
-def _callee_name(func: ast.AST) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""

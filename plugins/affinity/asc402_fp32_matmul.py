@@ -5,7 +5,7 @@ import ast
 from typing import List, Optional, Sequence, Set, Tuple
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import argument, constant, method_name
+from ascend_lint.astutil import argument, callee_name, constant, contains, method_name
 
 TORCH_MATMULS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.nn.functional.linear"})
 MS_FUNCTIONS = frozenset({"mindspore.ops.matmul", "mindspore.ops.functional.matmul"})
@@ -318,8 +318,7 @@ class Fp32Matmul(Rule):
                 expr = item.context_expr
                 if not isinstance(expr, ast.Call):
                     continue
-                func = expr.func
-                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                name = callee_name(expr)
                 if "autocast" in name.lower() and constant(argument(expr, "enabled"), True) is False:
                     return True
         return False
@@ -336,7 +335,7 @@ class Fp32Matmul(Rule):
                 return True
             bound = ctx.binding_before(op.id, op) if isinstance(op, ast.Name) else None
             if bound is not None and bound.stmt is not None and any(
-                    _inside(switch, bound.stmt) for switch in self.fp32_switches):
+                    contains(switch, bound.stmt) for switch in self.fp32_switches):
                 return True  # `if self.upcast_attention: q = q.float()`
         stmt = next((n for n in reversed(ctx.stack) if isinstance(n, ast.stmt)), None)
         targets = stmt.targets if isinstance(stmt, ast.Assign) else []
@@ -515,8 +514,3 @@ def _last_name(node: ast.expr) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
-
-
-def _inside(outer: ast.AST, inner: ast.AST) -> bool:
-    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))

@@ -5,7 +5,7 @@ import ast
 from typing import Optional
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import constant
+from ascend_lint.astutil import callee_name, constant
 
 SHAPE_OPS = frozenset({"nonzero", "masked_select", "unique", "argwhere"})
 SHAPE_FUNCTIONS = frozenset({f"torch.{op}" for op in SHAPE_OPS} | {f"mindspore.ops.{op}" for op in SHAPE_OPS}
@@ -244,8 +244,7 @@ def _is_index(node: ast.AST) -> bool:
     while isinstance(node, ast.Subscript):
         node = node.value
     if isinstance(node, ast.Call):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        name = callee_name(node)
         return name in INDEX_PRODUCERS
     return False
 

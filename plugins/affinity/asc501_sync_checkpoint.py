@@ -6,9 +6,8 @@ import re
 from collections import Counter
 from typing import List, Optional, Tuple
 
-from ascend_lint.analysis.summary import call_text
 from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import argument, constant, has_star_args
+from ascend_lint.astutil import argument, callee_name, constant, dotted_name, has_star_args
 
 # MindSpore callables with an `async_save` parameter -> its positional index
 MS_SAVE_CONFIG = {"CheckpointConfig": 5}
@@ -184,16 +183,16 @@ class SyncCheckpointSave(Rule):
         """Does the file load a checkpoint, or pass the path this call saves to to another call?"""
         if self._loads is None:  # (whole-file facts: looked at once, only where a fix is to be decided)
             self._loads = _may_load(self.ctx.text) and any(
-                LOAD_NAME_RE.fullmatch(_called(c)) for c in self.ctx.calls())
+                LOAD_NAME_RE.fullmatch(callee_name(c)) for c in self.ctx.calls())
         if self._loads:
             return True
-        name = _dotted(argument(call, "ckpt_file_name", 1))
+        name = dotted_name(argument(call, "ckpt_file_name", 1)) or ""
         if not name or not _may_pass_again(self.ctx.text, name):
             return False
         if self._names_passed is None:
             self._names_passed = Counter(
                 passed for c in self.ctx.calls() for arg in c.args + [kw.value for kw in c.keywords]
-                for passed in (_dotted(arg),) if passed)
+                for passed in (dotted_name(arg),) if passed)
         return self._names_passed[name] > 1
 
     def _fix(self, call: ast.Call, value: Optional[ast.expr]) -> Optional[Fix]:
@@ -210,12 +209,6 @@ def _callback_base(qual: Optional[str]) -> bool:
     """`mindspore.train.Callback`, `mindspore.train.callback.ModelCheckpoint`, ... (any spelling)."""
     return bool(qual) and qual.startswith("mindspore.") and qual.rsplit(".", 1)[-1].endswith(
         ("Callback", "ModelCheckpoint", "CallBack"))
-
-
-def _called(call: ast.Call) -> str:
-    """The name a call is made by: `load_checkpoint` for `ms.load_checkpoint(...)`; '' for anything else."""
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 # Every name of the tree of an ASCII text is spelled whole in it: a text without a word that LOAD_NAME_RE takes
@@ -240,8 +233,3 @@ def _may_pass_again(text: str, path: str) -> bool:
     """Can the tree of `text` pass `path` (a dotted name) to more than one call?"""
     word = path.rpartition(".")[2]
     return not text.isascii() or len(re.findall(rf"(?<![A-Za-z0-9_]){word}(?![A-Za-z0-9_])", text)) > 1
-
-
-def _dotted(node: Optional[ast.AST]) -> str:
-    """`path` / `self.best_path` as a dotted string; '' for anything else."""
-    return (call_text(node) if node is not None else None) or ""

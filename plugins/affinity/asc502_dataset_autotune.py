@@ -5,7 +5,7 @@ import ast
 from typing import List
 
 from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import argument, constant, method_name
+from ascend_lint.astutil import argument, constant, method_name
 
 TRAIN_METHODS = frozenset({"train", "fit"})
 AUTOTUNE = "set_enable_autotune"

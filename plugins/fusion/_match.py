@@ -10,7 +10,8 @@ import ast
 from typing import Callable, ClassVar, FrozenSet, List, NamedTuple, Optional, Tuple
 
 from ascend_lint.rule import Rule
-from ascend_lint.analysis.semantic import FileContext, argument, constant, keyword
+from ascend_lint.analysis.semantic import FileContext
+from ascend_lint.astutil import argument, constant, keyword
 
 # Look-up of a local name: (bound value, unpack index) or None when unknown.
 Lookup = Callable[[ast.Name], Optional[Tuple[ast.expr, Optional[int], Optional[ast.stmt]]]]

@@ -8,7 +8,7 @@ from ascend_lint.rule import Docs
 
 from ._match import (CASTS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel, qual_or_method, resolve, same,
                      square_base, src, src_at)
-from ascend_lint.analysis.semantic import argument, constant
+from ascend_lint.astutil import argument, constant
 
 
 class HandwrittenRmsNorm(FusionRule):

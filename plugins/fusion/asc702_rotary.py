@@ -5,7 +5,7 @@ import ast
 from typing import Dict, Optional, Tuple
 
 from ascend_lint.rule import Docs
-from ascend_lint.analysis.semantic import argument, constant
+from ascend_lint.astutil import argument, constant
 
 from ._match import FusionRule, Lookup, body_lookup, ctx_lookup, halves, is_last_dim, resolve, same, src
 

@@ -5,7 +5,7 @@ import ast
 from typing import Optional, Tuple
 
 from ascend_lint.rule import Docs
-from ascend_lint.analysis.semantic import argument, constant
+from ascend_lint.astutil import argument, constant
 
 from ._match import MAX_STEPS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel, resolve, src
 

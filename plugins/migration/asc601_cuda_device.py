@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict
 from ascend_lint.rule import Applicability, Docs, Edit, Rule
-from ascend_lint.analysis.semantic import argument, constant
+from ascend_lint.astutil import argument, constant
 
 from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, dispatches_elsewhere, gpu_fallback,
                       in_backend_switch, names_npu, npu_fix, npu_polarity, replace_in_literal, source, uses_torch)

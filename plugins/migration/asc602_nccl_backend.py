@@ -5,7 +5,7 @@ import ast
 from typing import Dict
 
 from ascend_lint.rule import Applicability, Docs, Rule
-from ascend_lint.analysis.semantic import argument
+from ascend_lint.astutil import argument, callee_name
 
 from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, replace_in_literal
 
@@ -74,7 +74,7 @@ class NcclBackend(Rule):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         qual = self.ctx.qualname(func)
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        name = callee_name(node)
         if qual is not None:  # `init_process_group as ipg`: the imported name, not the alias
             name = qual.rsplit(".", 1)[-1]
         if name not in BACKEND_CALLS:
