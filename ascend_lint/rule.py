@@ -1,14 +1,16 @@
 """The rule API: `Rule` base class, `Finding`, `Fix`, `Edit`, `Severity`, `Applicability`.
 
 A rule is one small class. Its metadata are class attributes; its behaviour is a few
-`visit_<AstNodeType>` handlers that the engine calls during its single walk of the file, plus an
-optional `end_file` hook for file-level decisions. Rules never walk the tree themselves: they query
-the file's semantic model (`self.ctx`, see `semantic.py`) and call `self.report(...)`.
+`visit_<AstNodeType>` handlers that the engine calls during its single walk of the file, plus two
+optional hooks: `start_file` (per-file state, before the walk) and `end_file` (file-level decisions,
+after it). Rules never walk the tree themselves: they query the file's semantic model (`self.ctx`,
+docs/rule-api.md) and call `self.report(...)`; `ascend_lint.astutil` holds the shared AST helpers.
 """
 from __future__ import annotations
 
 import ast
 import enum
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type
 
@@ -149,11 +151,18 @@ class Rule:
     idle_handlers: FrozenSet[str] = frozenset()
 
     def __init__(self, ctx: "FileContext", options: Optional[Dict[str, Any]] = None) -> None:
+        """The engine makes one instance per file; a rule keeps its per-file state in `start_file`."""
         self.ctx = ctx
         self.opts: Dict[str, Any] = dict(self.options)
         if options:
             self.opts.update(options)
         self.findings: List[Finding] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            warnings.warn(f"{cls.__module__}.{cls.__name__} overrides Rule.__init__: keep per-file state in "
+                          "start_file() (the engine calls it before the walk)", DeprecationWarning, stacklevel=2)
 
     @classmethod
     def handler_names(cls) -> List[str]:
@@ -186,6 +195,11 @@ class Rule:
                 fix=fix,
             )
         )
+
+    def start_file(self) -> None:
+        """Called once before the walk: set the per-file state here (`self.ctx` is the file's context,
+        `self.opts` the rule's options). A rule extending a rule base that has one calls
+        `super().start_file()` first."""
 
     def end_file(self) -> None:
         """Called once after the walk; rules that decide per file report here."""

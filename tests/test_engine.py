@@ -262,3 +262,37 @@ def test_idle_handlers_are_not_called():
         _Names.seen = []
         Linter([_Names], Settings()).check(src, "p.py")
         assert _Names.seen == seen
+
+
+class _Counting(Rule):
+    """A test-only rule with per-file state set in start_file."""
+
+    code = "TST003"
+    name = "counting"
+    message = "{count} names before this call"
+    file_triggers = ()
+    triggers = ("x",)
+    docs = Docs(what="test", why="test")
+
+    def start_file(self) -> None:
+        self.names = 0
+
+    def visit_Name(self, node):
+        self.names += 1
+
+    def visit_Call(self, node):
+        self.report(node, count=self.names)
+
+
+def test_start_file_sets_per_file_state_before_the_walk():
+    linter = Linter([_Counting], Settings())
+    for _ in range(2):  # a second file starts from zero again
+        assert [f.message for f in linter.check("x = f(y)\nx = g(y)\n", "p.py")] == [
+            "1 names before this call", "4 names before this call"]
+
+
+def test_a_rule_that_overrides_init_is_told_to_use_start_file():
+    with pytest.warns(DeprecationWarning, match="start_file"):
+        class _Old(Rule):  # noqa: F841
+            def __init__(self, ctx, options=None):
+                super().__init__(ctx, options)

@@ -50,3 +50,12 @@ def test_rule_metadata_is_complete(rule):
 def test_codes_are_unique_and_packs_known():
     assert len({r.code for r in RULES}) == len(RULES)
     assert {r.pack for r in RULES} <= {"core", "affinity", "migration", "fusion"}
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
+def test_rule_keeps_per_file_state_in_start_file(rule):
+    """A rule does not override __init__: the engine makes the instance, and `start_file` sets its state."""
+    from ascend_lint.rule import Rule
+
+    owners = [cls for cls in rule.__mro__ if "__init__" in cls.__dict__]
+    assert owners[0] is Rule, f"{rule.code}: {owners[0].__qualname__} overrides __init__; use start_file()"

@@ -282,7 +282,6 @@ class Linter:
             instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
         if not instances:
             return _Walk([], skipped, None, notes, summary, view.deps)
-        table: Dict[type, list] = {}
         triggers: Set[str] = set()
         prune = self.prune
         for inst in instances:
@@ -290,16 +289,15 @@ class Linter:
                 triggers.update(inst.triggers)
             else:
                 prune = False
-            for node_type, name in _handlers(type(inst)):
-                if name not in inst.idle_handlers:
-                    table.setdefault(node_type, []).append(getattr(inst, name))
         hit_lines = None
         if prune:
             present = scan.may_occur(triggers)
             words = alias_words(aliases, tuple(sorted(triggers))) if aliases else ()
             hit_lines = scan.lines(sorted(t for t in triggers if present[t]), words)
         try:
-            Walker(ctx, table, hit_lines).run()
+            for inst in instances:
+                inst.start_file()
+            Walker(ctx, _dispatch_table(instances), hit_lines).run()
             for inst in instances:
                 inst.end_file()
         except RecursionError:
@@ -368,6 +366,16 @@ def _handlers(rule: Type[Rule]) -> List[Tuple[type, str]]:
                 found.append((node_type, name))
         _HANDLERS[rule] = found
     return found
+
+
+def _dispatch_table(instances: Sequence[Rule]) -> Dict[type, list]:
+    """ast node type -> the bound handlers of the rule instances, in rule order."""
+    table: Dict[type, list] = {}
+    for inst in instances:
+        for node_type, name in _handlers(type(inst)):
+            if name not in inst.idle_handlers:
+                table.setdefault(node_type, []).append(getattr(inst, name))
+    return table
 
 
 def _failing_rule(exc: BaseException) -> str:

@@ -61,9 +61,8 @@ class LayoutCopyRule(Rule):
 
     patterns: ClassVar[Dict[str, Dict[str, str]]] = {}
 
-    def __init__(self, ctx: FileContext, options=None) -> None:
-        super().__init__(ctx, options)
-        self.layout = LayoutClassifier(ctx)
+    def start_file(self) -> None:
+        self.layout = LayoutClassifier(self.ctx)
 
     def visit_Call(self, node: ast.Call) -> None:
         found = self.layout.classify(node)

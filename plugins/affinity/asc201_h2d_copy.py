@@ -201,8 +201,7 @@ class HostToDeviceCopyInForward(Rule):
         "        return torch.tensor([ids[0]] * x.shape[0]).to(x.device)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._reported: Set[int] = set()
         self._buffer_names: Dict[int, Set[str]] = {}  # class node id -> names taken so far
         self._scans: Dict[int, Tuple[Set[str], Set[str]]] = {}

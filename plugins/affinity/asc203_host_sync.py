@@ -138,8 +138,7 @@ class HostSyncInStepLoop(Rule):
         "    for p in params:\n        pass",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         # (function node id, name) -> the binding `.backward()` was called on: a known tensor
         self._backwarded: Dict[Tuple[int, str], Optional[Binding]] = {}
 

@@ -224,8 +224,7 @@ class FusedOptimizerAvailable(Rule):
         "    opt = torch.optim.SGD(model.parameters(), lr=0.1)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._candidates: List[Tuple[ast.Call, str]] = []
         self._fused_seen: set = set()
         self._fused_names: set = set()  # names an if/try chain binds to a fused or another class

@@ -134,8 +134,7 @@ class AmpCombineGrad(Rule):
         "from apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O2')",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: dict = {}
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -128,10 +128,10 @@ class NoMixedPrecision(Rule):
         "import torch\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n    opt.step()",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._first_backward: Optional[ast.Call] = None
         self._optimizer_step = False
+        ctx = self.ctx
         self._evidence = any(ctx.imports(m) for m in AMP_MODULES)
         # only PyTorch training code: not MindSpore (or a torch API layer over it)
         self._skip = not (ctx.imports("torch") or ctx.imports("torch_npu")) or ctx.imports("mindspore")

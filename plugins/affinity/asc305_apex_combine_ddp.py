@@ -79,8 +79,7 @@ class ApexCombineDdp(Rule):
         "model = torch.nn.parallel.DistributedDataParallel(model)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._initializes: List[Tuple[ast.Call, Branches]] = []
         self._ddps: List[Branches] = []
 

@@ -106,8 +106,7 @@ class FusedClipGradNorm(Rule):
         "torch.nn.utils.clip_grad_value_(ps, 1.0)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._clips: List[ast.Call] = []
         self._fused: Optional[str] = None  # the first fused optimizer's qualified name
         self._owners: Set[str] = set()

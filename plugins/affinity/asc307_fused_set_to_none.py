@@ -98,8 +98,7 @@ class FusedOptimizerSetToNone(Rule):
         "import torch_npu\nopt = torch_npu.optim.NpuFusedSGD(ps, lr=0.1)\nopt.zero_grad(set_to_none=args.none)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._pending: List[Tuple[ast.Call, ast.expr, str]] = []  # (call, set_to_none arg, receiver kind)
         self._fused_built = False
         self._plain_built = False

@@ -203,8 +203,7 @@ class Fp32Matmul(Rule):
         "from mindspore import ops, Model\ny = ops.matmul(x, w)\nmodel = Model(net, loss_fn, opt)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self.cell_matmuls: List[Tuple[ast.AST, str]] = []  # (MatMul in a Cell, the Cell's class name)
         self.casts_fp16 = False
         self.trains = False

@@ -119,8 +119,7 @@ class SyncCheckpointSave(Rule):
         "    torch.save(opt.state_dict(), tmp_path)",  # one step, then one save: no loop
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._pending: List[Tuple[ast.Call, Optional[ast.expr], str, str]] = []
         self._loads: Optional[bool] = None  # the file reads a checkpoint back somewhere (decides the fix)
         self._names_passed: Optional[Counter] = None  # names / dotted names passed to calls (path reuse)

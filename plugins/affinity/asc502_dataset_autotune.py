@@ -71,8 +71,7 @@ class DatasetAutotuneOff(Rule):
         "model.train(10, create_dataset(), dataset_sink_mode=True)",  # no mindspore.dataset here
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self.sink_calls: List[ast.Call] = []
         self.builds_pipeline = False
         self.autotune = False

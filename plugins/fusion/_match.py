@@ -29,11 +29,10 @@ class FusionRule(Rule):
     fused_ops: ClassVar[FrozenSet[str]] = frozenset()  # names of the fused op(s)
     fused_markers: ClassVar[Tuple[str, ...]] = ()  # substrings that name a fused op family (flash_attn...)
 
-    def __init__(self, ctx: FileContext, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._pending: List[Tuple[ast.AST, str]] = []
         self._fused_seen = False
-        if ctx.text.isascii() and not any(map(ctx.occurs, tuple(self.fused_ops) + self.fused_markers)):
+        if self.ctx.text.isascii() and not any(map(self.ctx.occurs, tuple(self.fused_ops) + self.fused_markers)):
             self.idle_handlers = _NAME_HANDLERS  # no name can be a fused op's (an ASCII text spells them all)
 
     def _fused(self, name: str) -> bool:

@@ -85,8 +85,8 @@ class HandwrittenRmsNorm(FusionRule):
         "    r = torch.rsqrt(x.square().mean(-1, keepdim=True) + eps)\n    return F.linear(x, w) * r",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
+        super().start_file()
         self._factors: Dict[int, Tuple[ast.expr, ast.expr]] = {}  # id(rsqrt call bound to a name) -> (x, eps)
 
     def visit_Call(self, node: ast.Call) -> None:

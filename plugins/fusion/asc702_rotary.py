@@ -104,8 +104,8 @@ class HandwrittenRotaryEmbedding(FusionRule):
         "def f(q, cos, sin):\n    return q * cos + rot(q) * sin",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
+        super().start_file()
         self._rotators: Dict[int, Optional[str]] = {}
 
     def visit_BinOp(self, node: ast.BinOp) -> None:

@@ -94,8 +94,7 @@ class CudaDevice(Rule):
         "import torch, torch_npu\nDEVICES = {'cuda': 'cuda:0', 'npu': 'npu:0'}",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -67,8 +67,7 @@ class NcclBackend(Rule):
         "import torch_npu\nimport torch.distributed as dist\nif dist.get_backend() == 'nccl':\n    pass",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -92,8 +92,7 @@ class TorchCudaApi(Rule):
         "import torch\nimport torch_npu\nSYNC = {'gpu': torch.cuda.synchronize, 'npu': torch.npu.synchronize}",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
 
     def visit_Attribute(self, node: ast.Attribute) -> None:

@@ -71,8 +71,7 @@ class Tf32FlagOnNpu(Rule):
         "else:\n    torch.backends.cuda.matmul.allow_tf32 = True",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
 
     def visit_Assign(self, node: ast.Assign) -> None:
