@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import ClassVar, Dict, List, Optional, Tuple
 
@@ -70,13 +71,51 @@ class LayoutCopyRule(Rule):
             self.report(node, op=found.op, **self.patterns[found.pattern])
 
 
+class ScopeIndex:
+    """One walk of a scope (a function, or the module): parents and the `Name` nodes of each name in source
+    order, so that each `.contiguous()` asks its questions without walking the scope again (issue #30)."""
+
+    def __init__(self, root: ast.AST) -> None:
+        self.parents: Dict[int, ast.AST] = {}
+        names: Dict[str, List[ast.Name]] = {}
+        for node in ast.walk(root):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+            if isinstance(node, ast.Name):
+                names.setdefault(node.id, []).append(node)
+        self._names = {name: sorted(found, key=_start) for name, found in names.items()}
+        self._starts: Dict[str, List[Tuple[int, int]]] = {}
+
+    def names_from(self, name: str, start: Tuple[int, int]) -> List[ast.Name]:
+        """The `Name` nodes of `name` that start at or after `start`, in source order."""
+        found = self._names.get(name, [])
+        starts = self._starts.get(name)
+        if starts is None:
+            starts = self._starts[name] = [_start(n) for n in found]
+        return found[bisect_left(starts, start):]
+
+
+class BlockIndex:
+    """Per statement list: where each statement stands, and the first `if ...: return fused(...)` in it
+    (scanned once, as far as a question needs)."""
+
+    def __init__(self, block: List[ast.stmt]) -> None:
+        self.block = block
+        self.position = {id(stmt): index for index, stmt in enumerate(block)}
+        self.scanned = 0
+        self.first_fused_return: Optional[int] = None
+
+
 class LayoutClassifier:
-    """Classifies `.contiguous()` calls of one file (one instance per rule instance; caches per function)."""
+    """Classifies `.contiguous()` calls of one file (one instance per rule instance): each scope, statement
+    list and branch is indexed once, so the cost per finding does not grow with the scope."""
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._attention: Dict[int, bool] = {}
-        self._parents: Dict[int, Dict[int, ast.AST]] = {}
+        self._scopes: Dict[int, ScopeIndex] = {}
+        self._blocks: Dict[int, BlockIndex] = {}
+        self._fused_branches: Dict[int, bool] = {}
 
     def classify(self, node: ast.Call) -> Optional[LayoutCopy]:
         func = node.func
@@ -293,29 +332,44 @@ class LayoutClassifier:
                 continue
             for name in ("body", "orelse", "finalbody"):
                 block = getattr(parent, name, None)
-                if isinstance(block, list) and child in block:
-                    for earlier in block[:block.index(child)]:
-                        if isinstance(earlier, ast.If) and any(isinstance(n, ast.Return) for n in earlier.body) \
-                                and self._calls_fused(earlier.body):
-                            return True
+                if isinstance(block, list) and self._after_fused_return(block, child):
+                    return True
         return False
 
+    def _after_fused_return(self, block: List[ast.stmt], child: ast.stmt) -> bool:
+        """Does `child` stand in `block` after an `if ...: return fused(...)`?"""
+        index = self._blocks.get(id(block))
+        if index is None:
+            index = self._blocks[id(block)] = BlockIndex(block)
+        at = index.position.get(id(child))
+        if at is None:
+            return False
+        while index.first_fused_return is None and index.scanned < at:
+            earlier = block[index.scanned]
+            if isinstance(earlier, ast.If) and any(isinstance(n, ast.Return) for n in earlier.body) \
+                    and self._calls_fused(earlier.body):
+                index.first_fused_return = index.scanned
+            index.scanned += 1
+        return index.first_fused_return is not None and index.first_fused_return < at
+
     def _calls_fused(self, stmts: List[ast.stmt]) -> bool:
-        for stmt in stmts:
-            for n in ast.walk(stmt):
-                if isinstance(n, ast.Call):
-                    name = callee_name(n)
-                    qual = self.ctx.qualname(n.func) or ""
-                    if qual.startswith("torch_npu.") or name.startswith("npu_") or "fused" in name.lower() \
-                            or FUSED_ATTENTION_RE.search(name):
-                        return True
-        return False
+        """Does a branch call a fused op (`torch_npu.*`, `npu_*`, `*fused*`, flash attention)? Once per branch."""
+        key = id(stmts)
+        if key not in self._fused_branches:
+            self._fused_branches[key] = any(self._fused_call(n) for stmt in stmts for n in ast.walk(stmt)
+                                            if isinstance(n, ast.Call))
+        return self._fused_branches[key]
+
+    def _fused_call(self, call: ast.Call) -> bool:
+        name = callee_name(call)
+        qual = self.ctx.qualname(call.func) or ""
+        return qual.startswith("torch_npu.") or name.startswith("npu_") or "fused" in name.lower() \
+            or bool(FUSED_ATTENTION_RE.search(name))
 
     def _uses(self, node: ast.Call) -> List[Tuple[ast.AST, Dict[int, ast.AST]]]:
         """Where the copy flows: (the value, a parent map to read its consumer) per use; through `a if c
         else b` and a local name bound to it (its later loads in the function)."""
-        stack = self.ctx.stack
-        parents = {id(c): p for p in stack for c in ast.iter_child_nodes(p)}
+        parents = self._scope().parents
         value: ast.AST = node
         parent = parents.get(id(value))
         while isinstance(parent, ast.IfExp) and value is not parent.test:
@@ -329,17 +383,11 @@ class LayoutClassifier:
 
     def _later_uses(self, name: str, stmt: ast.stmt) -> List[Tuple[ast.Name, Dict[int, ast.AST]]]:
         """Loads of `name` after `stmt` in the enclosing function, up to its next assignment."""
-        func = self.ctx.function
-        root = func.node if func is not None else self.ctx.tree
-        key = id(root)
-        if key not in self._parents:
-            self._parents[key] = {id(c): p for p in ast.walk(root) for c in ast.iter_child_nodes(p)}
-        parents = self._parents[key]
+        scope = self._scope()
+        parents = scope.parents
         end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
-        names = sorted((n for n in ast.walk(root) if isinstance(n, ast.Name) and n.id == name
-                        and (n.lineno, n.col_offset) >= end), key=lambda n: (n.lineno, n.col_offset))
         uses = []
-        for n in names:
+        for n in scope.names_from(name, end):
             if isinstance(n.ctx, ast.Load):
                 uses.append((n, parents))
                 continue
@@ -351,6 +399,15 @@ class LayoutClassifier:
                          and isinstance(m.ctx, ast.Load) and all(m is not u for u, _ in uses)]
             break
         return uses
+
+    def _scope(self) -> ScopeIndex:
+        """The index of the enclosing function (the module outside functions), built on first use."""
+        func = self.ctx.function
+        root = func.node if func is not None else self.ctx.tree
+        index = self._scopes.get(id(root))
+        if index is None:
+            index = self._scopes[id(root)] = ScopeIndex(root)
+        return index
 
     def _use_kind(self, value: ast.AST, parents: Dict[int, ast.AST]) -> str:
         parent = parents.get(id(value))
@@ -375,6 +432,10 @@ class LayoutClassifier:
             if KERNEL_CALL_RE.search(parent.attr):
                 return "kernel"
         return "other"
+
+
+def _start(node: ast.AST) -> Tuple[int, int]:
+    return node.lineno, node.col_offset
 
 
 def _shape_len(call: ast.Call) -> Optional[int]:
