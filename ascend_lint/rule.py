@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import textwrap
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type
@@ -104,6 +105,31 @@ class Finding:
         }
 
 
+@dataclass(frozen=True)
+class Case:
+    """An example with its output pinned (Fixit's `Invalid`): linted alone, with `--preview`, the rule
+    reports a finding on `line` whose message holds `message_contains`; with `fixed`, that finding's fix
+    applied alone gives exactly `fixed`. `code` and `fixed` are dedented, and a newline right after the
+    opening quotes is dropped, so `line` counts from the first line of code."""
+
+    code: str
+    line: int
+    message_contains: str
+    fixed: Optional[str] = None
+
+    @property
+    def source(self) -> str:
+        return _dedent(self.code)
+
+    @property
+    def fixed_source(self) -> Optional[str]:
+        return None if self.fixed is None else _dedent(self.fixed)
+
+
+def _dedent(text: str) -> str:
+    return textwrap.dedent(text[1:] if text.startswith("\n") else text)
+
+
 @dataclass
 class Docs:
     """Rule documentation in ruff's sections, and a one-sentence `summary` (SARIF, editors, listings)."""
@@ -141,14 +167,15 @@ class Rule:
     file_triggers: ClassVar[Tuple[str, ...]] = ("torch", "mindspore", "mindformers", "apex")
     triggers: ClassVar[Tuple[str, ...]] = ()
     docs: ClassVar[Docs] = Docs(what="", why="")
-    flagged: ClassVar[Tuple[str, ...]] = ()  # inline examples that must report `code`
+    cases: ClassVar[Tuple["Case", ...]] = ()  # examples that must report `code` at a pinned line, message, fix
+    flagged: ClassVar[Tuple[str, ...]] = ()  # inline examples that must report `code` (anywhere)
     clean: ClassVar[Tuple[str, ...]] = ()  # inline examples that must not
     # Project facts that cost a run extra work, gathered only when an enabled rule names them here:
     # "precision" (how scripts train the models: `ctx.training_precision()`, `ctx.caller_precision()`).
     project_facts: ClassVar[FrozenSet[str]] = frozenset()
-    # Handlers (`visit_<Node>` names) an instance has no use for in its file, set in its __init__: the walk
-    # does not call them, nor visit the node types that no handler is left for.
-    idle_handlers: FrozenSet[str] = frozenset()
+    # Handlers that only look for some names (`{"visit_Name": ("npu_rms_norm",)}`): the engine calls such a
+    # handler only in files whose text holds one of them (or is not ASCII: a name may be spelled otherwise).
+    handler_triggers: ClassVar[Dict[str, Tuple[str, ...]]] = {}
 
     def __init__(self, ctx: "FileContext", options: Optional[Dict[str, Any]] = None) -> None:
         """The engine makes one instance per file; a rule keeps its per-file state in `start_file`."""
@@ -167,6 +194,11 @@ class Rule:
     @classmethod
     def handler_names(cls) -> List[str]:
         return [n for n in dir(cls) if n.startswith("visit_") and callable(getattr(cls, n))]
+
+    @classmethod
+    def flagged_sources(cls) -> Tuple[str, ...]:
+        """Every snippet that must report the rule: `flagged`, then the code of each of `cases`."""
+        return tuple(cls.flagged) + tuple(case.source for case in cls.cases)
 
     def report(
         self,

@@ -297,7 +297,7 @@ class Linter:
         try:
             for inst in instances:
                 inst.start_file()
-            Walker(ctx, _dispatch_table(instances), hit_lines).run()
+            Walker(ctx, _dispatch_table(instances, ctx), hit_lines).run()
             for inst in instances:
                 inst.end_file()
         except RecursionError:
@@ -368,12 +368,16 @@ def _handlers(rule: Type[Rule]) -> List[Tuple[type, str]]:
     return found
 
 
-def _dispatch_table(instances: Sequence[Rule]) -> Dict[type, list]:
-    """ast node type -> the bound handlers of the rule instances, in rule order."""
+def _dispatch_table(instances: Sequence[Rule], ctx: FileContext) -> Dict[type, list]:
+    """ast node type -> the bound handlers of the rule instances, in rule order; a handler with
+    `handler_triggers` only where the file may hold one of them (a node type no handler is left for is
+    not even visited: leaving `visit_Name` out saves ~5 % of a --preview run on diffusers)."""
     table: Dict[type, list] = {}
     for inst in instances:
+        needs = inst.handler_triggers
         for node_type, name in _handlers(type(inst)):
-            if name not in inst.idle_handlers:
+            texts = needs.get(name) if needs else None
+            if texts is None or not ctx.text.isascii() or any(map(ctx.occurs, texts)):
                 table.setdefault(node_type, []).append(getattr(inst, name))
     return table
 

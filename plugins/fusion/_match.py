@@ -17,7 +17,7 @@ from ascend_lint.astutil import argument, constant, keyword
 Lookup = Callable[[ast.Name], Optional[Tuple[ast.expr, Optional[int], Optional[ast.stmt]]]]
 CASTS = frozenset({"to", "float", "half", "bfloat16", "type", "type_as", "contiguous"})
 MAX_STEPS = 8
-_NAME_HANDLERS = frozenset({"visit_Attribute", "visit_Name", "visit_ImportFrom"})  # FusionRule's, for fused ops
+_NAME_HANDLERS = ("visit_Attribute", "visit_Name", "visit_ImportFrom")  # FusionRule's, for fused ops
 
 
 class FusionRule(Rule):
@@ -29,11 +29,14 @@ class FusionRule(Rule):
     fused_ops: ClassVar[FrozenSet[str]] = frozenset()  # names of the fused op(s)
     fused_markers: ClassVar[Tuple[str, ...]] = ()  # substrings that name a fused op family (flash_attn...)
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        names = tuple(sorted(cls.fused_ops)) + cls.fused_markers  # the name handlers look for these alone
+        cls.handler_triggers = {handler: names for handler in _NAME_HANDLERS}
+
     def start_file(self) -> None:
         self._pending: List[Tuple[ast.AST, str]] = []
         self._fused_seen = False
-        if self.ctx.text.isascii() and not any(map(self.ctx.occurs, tuple(self.fused_ops) + self.fused_markers)):
-            self.idle_handlers = _NAME_HANDLERS  # no name can be a fused op's (an ASCII text spells them all)
 
     def _fused(self, name: str) -> bool:
         return name in self.fused_ops or (bool(self.fused_markers) and any(m in name for m in self.fused_markers))
