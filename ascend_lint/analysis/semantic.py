@@ -18,7 +18,7 @@ from . import training_code
 from ..fileio import split_lines
 from .data import (HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, STEP_CALL_NAMES, STEP_NAME_RE,
                            STEP_RECEIVER_HINTS, framework_kind)
-from .summary import call_text, npu_context, run_mode
+from .summary import call_text, might_step, npu_context, run_mode
 # Pure AST helpers live in ascend_lint.astutil; the old names stay importable from here for one step.
 from ..astutil import argument, constant, has_star_args, keyword, method_name, receiver_name  # noqa: F401
 from ..astutil import contains as _contains
@@ -124,6 +124,7 @@ class FileContext:
         self._local_calls: Optional[Set[str]] = None
         self._optional: Optional[Dict[str, Tuple[str, ...]]] = None
         self._calls: Optional[List[ast.AST]] = None
+        self._runs_steps: Optional[bool] = None
         self.project = project
         self.module: Optional[str] = project.module
         self.migrating_modules = MIGRATING_MODULES + tuple(migrating_modules)
@@ -724,6 +725,25 @@ class FileContext:
                     names.update(_called_local_names(target))
             self._step_callees = names
         return self._step_callees
+
+    def runs_training_steps(self) -> bool:
+        """Does this module run training steps? One of its loops runs a step (`loss.backward()`,
+        `optimizer.step()`, `scaler.step(opt)`, a MindSpore `train_step(...)`, through local helpers too), read
+        as the project summary reads it (the same answer wherever the walk is), or (project model) a step
+        loop elsewhere calls one of its functions every step. Computed once, when first asked."""
+        if self._runs_steps is None:
+            self._runs_steps = self._has_step_loop() or any(
+                role and role[0] == "step" for role in self.facts()["roles"].values())
+        return self._runs_steps
+
+    def _has_step_loop(self) -> bool:
+        if not might_step(self.text):  # (no text that may call a step: no loop to test)
+            return False
+        walk_scopes, self.scopes = self.scopes, [Scope(self.tree, "module")]  # (no bindings of the walk)
+        try:
+            return any(self.is_step_loop_unwalked(loop) for loop in find_nodes(self.tree, LOOP_TYPES))
+        finally:
+            self.scopes = walk_scopes
 
     def current_loop(self) -> Optional[ast.AST]:
         """The innermost enclosing loop of the current function."""
