@@ -156,7 +156,7 @@ def test_fix_safety_docs_match_the_applicability(rule):
 
 def _example_findings(rule) -> List[Tuple[str, list]]:
     out = []
-    for src in rule.flagged:
+    for src in rule.flagged_sources():
         src = textwrap.dedent(src)
         settings = Settings(preview=True, unsafe_fixes=True)
         linter = Linter([rule], settings)

@@ -5,7 +5,7 @@ import ast
 import keyword as pykeyword
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 from ascend_lint.analysis.semantic import Scope
 from ascend_lint.astutil import argument, constant, contains, keyword, method_name, parent_map
 
@@ -102,6 +102,31 @@ class HostToDeviceCopyInForward(Rule):
                    "aliased or stored (`y = t`, `self.cache = t`, `lst.append(t)`) or returned/yielded, "
                    "directly or through a view.",
         source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (domain-notes.md, case 1).",
+    )
+    cases = (
+        Case("""
+            import torch
+            from torch import nn
+            class Shuffle(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.order = [0, 2, 1, 3]
+                def forward(self, x):
+                    index = torch.tensor(self.order).to('npu')
+                    return x.index_select(1, index)
+            """, line=8, message_contains="`torch.tensor(...)` in `forward` is copied from host to device",
+             fixed="""
+            import torch
+            from torch import nn
+            class Shuffle(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.order = [0, 2, 1, 3]
+                    self.register_buffer('_index_buf', torch.tensor(self.order), persistent=False)
+                def forward(self, x):
+                    index = self._index_buf
+                    return x.index_select(1, index)
+            """),
     )
     flagged = (
         # the ShuffleNetV2 index, and every move spelling

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 from ascend_lint.astutil import parent_map, receiver_name
 
 # Device-wide synchronizes (torch_npu.npu.X is canonicalised to torch.npu.X by the semantic model).
@@ -76,10 +76,25 @@ class SynchronizeInHotPath(Rule):
         source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910; CANN 7.0 large-model training "
                "guide, \"减少同步接口调用\" (PT_LMTMOG_000080).",
     )
-    flagged = (
+    cases = (
         # forward of a Module, every spelling
-        "import torch\nimport torch_npu\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
-        "        torch.npu.synchronize()\n        return x",
+        Case("""
+            import torch
+            import torch_npu
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    torch.npu.synchronize()
+                    return x
+            """, line=5, message_contains="`torch.npu.synchronize()` in `forward` drains the device queue",
+             fixed="""
+            import torch
+            import torch_npu
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return x
+            """),
+    )
+    flagged = (
         "import torch_npu\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x):\n"
         "        torch_npu.npu.synchronize()\n        return x",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"

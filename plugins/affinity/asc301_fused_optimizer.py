@@ -5,7 +5,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 from ascend_lint.astutil import callee_name, constant, has_star_args
 
 
@@ -151,8 +151,17 @@ class FusedOptimizerAvailable(Rule):
         source="Ascend PyTorch tuning case: MobileNetV1 with fused optimizers; torch_npu/optim/npu_fused_*.py "
                "(constructor signatures); Ascend msprof-analyze advisor rule timeline_fusion_ops.yaml.",
     )
+    cases = (
+        Case("""
+            import torch, torch_npu
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            """, line=2, message_contains="`torch.optim.SGD` has an NPU fused twin",
+             fixed="""
+            import torch_npu
+            opt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1, momentum=0.9)
+            """),
+    )
     flagged = (
-        "import torch, torch_npu\nopt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)",
         "import torch_npu\nfrom torch import optim as o\nopt = o.SGD(params, lr=0.1)",
         "import torch_npu\nfrom torch.optim import AdamW\nopt = AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)",
         "import torch, torch_npu\nopt = torch.optim.Adam(model.parameters(), 1e-3, (0.9, 0.98), 1e-9)",

@@ -5,7 +5,7 @@ import ast
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 from ascend_lint.astutil import argument, callee_name
 
 # Callees that build optimizers: resolved modules, or an optimizer-like last name (local classes too).
@@ -79,8 +79,15 @@ class MergeableParamGroups(Rule):
         source="Ascend apex README (fused optimizers and param groups); torch_npu/optim/npu_fused_optim_base.py "
                "(combined buffers per group).",
     )
+    cases = (
+        Case("""
+            opt = torch.optim.SGD([{'params': a.parameters(), 'lr': 0.1}, {'params': b.parameters(), 'lr': 0.1}])
+            """, line=1, message_contains="param groups 1 and 2 have identical options",
+             fixed="""
+            opt = torch.optim.SGD([{'params': [*a.parameters(), *b.parameters()], 'lr': 0.1}])
+            """),
+    )
     flagged = (
-        "opt = torch.optim.SGD([{'params': a.parameters(), 'lr': 0.1}, {'params': b.parameters(), 'lr': 0.1}])",
         # keys in another order, three groups of which two match
         "opt = torch.optim.SGD([\n    {'params': a, 'lr': 0.1, 'weight_decay': 0},\n"
         "    {'params': b, 'lr': 1.0},\n    {'weight_decay': 0, 'params': c, 'lr': 0.1},\n], momentum=0.9)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Set
 
-from ascend_lint.rule import Docs, Rule
+from ascend_lint.rule import Case, Docs, Rule
 from ascend_lint.astutil import argument, callee_name
 
 from .asc301_fused_optimizer import FUSED_CLIP_METHODS, imported_fused, is_fused_optimizer
@@ -73,9 +73,14 @@ class FusedClipGradNorm(Rule):
         source="torch_npu/optim/npu_fused_optim_base.py (clip_grad_norm_fused_); Ascend apex README.zh.md "
                "(clip_optimizer_grad_norm_fused); msprof-analyze advisor timeline_fusion_ops.yaml.",
     )
+    cases = (
+        Case("""
+            import torch, torch_npu
+            opt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            """, line=3, message_contains="`torch.nn.utils.clip_grad_norm_` with an NPU fused optimizer"),
+    )
     flagged = (
-        "import torch, torch_npu\nopt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)\n"
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)",
         "import torch_npu\nfrom torch.nn.utils import clip_grad_norm_\nfrom apex.optimizers import NpuFusedAdam\n"
         "def main():\n    optimizer = NpuFusedAdam(model.parameters(), lr=1e-3)\n    train(optimizer)\n"
         "def train(optimizer):\n    clip_grad_norm_(model.parameters(), 1.0)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule, Severity
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule, Severity
 from ascend_lint.astutil import argument, constant, receiver_name
 
 from .asc301_fused_optimizer import imported_fused, is_fused_optimizer, is_plain_optimizer
@@ -59,9 +59,19 @@ class FusedOptimizerSetToNone(Rule):
         source="torch_npu/optim/npu_fused_optim_base.py (zero_grad); Ascend apex README.zh.md (zero_grad patch "
                "with combine_grad).",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            opt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)
+            opt.zero_grad(set_to_none=True)
+            """, line=3, message_contains="`opt.zero_grad(set_to_none=True)` on an NPU fused optimizer",
+             fixed="""
+            import torch_npu
+            opt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)
+            opt.zero_grad(set_to_none=False)
+            """),
+    )
     flagged = (
-        "import torch_npu\nopt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)\n"
-        "opt.zero_grad(set_to_none=True)",
         "from torch_npu.optim import NpuFusedAdamW\nclass Trainer:\n    def __init__(self, model):\n"
         "        self.optimizer = NpuFusedAdamW(model.parameters())\n    def step(self, loss):\n"
         "        self.optimizer.zero_grad(True)\n        loss.backward()",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Tuple
 
-from ascend_lint.rule import Docs, Rule
+from ascend_lint.rule import Case, Docs, Rule
 from ascend_lint.astutil import argument, callee_name
 
 _IN_OUT = (("in_channels", 0), ("out_channels", 1))
@@ -83,8 +83,14 @@ class DimNotAligned(Rule):
                "up); `mindspore.ops.MatMul` API docs; NC1HWC0 (5HD) format definition, C0 = 16; "
                "ShuffleNetV2 on Ascend 910 tuning case.",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            from torch import nn
+            fc = nn.Linear(2048, 1000)
+            """, line=3, message_contains="1000 (`out_features` of `nn.Linear`) is not a multiple of 16"),
+    )
     flagged = (
-        "import torch_npu\nfrom torch import nn\nfc = nn.Linear(2048, 1000)",
         "import torch_npu\nimport torch\nfc = torch.nn.Linear(1000, 2048)",
         "import torch_npu\nimport torch.nn as nn\nNUM_CLASSES = 1000\nfc = nn.Linear(2048, NUM_CLASSES)",
         "import torch_npu\nimport torch.nn as nn\nstem = nn.Conv2d(3, 24, 3, 2, 1, bias=False)",

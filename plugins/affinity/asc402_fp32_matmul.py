@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Sequence, Set, Tuple
 
-from ascend_lint.rule import Docs, Rule
+from ascend_lint.rule import Case, Docs, Rule
 from ascend_lint.astutil import argument, callee_name, constant, contains, method_name
 
 TORCH_MATMULS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.nn.functional.linear"})
@@ -107,8 +107,18 @@ class Fp32Matmul(Rule):
                "`amp_level`); Ascend apex README (`amp.register_float_function`); "
                "`mindspore.amp.auto_mixed_precision` API docs.",
     )
+    cases = (
+        Case("""
+            import torch
+            y = torch.matmul(x.float(), w)
+            """, line=2, message_contains="`torch.matmul` multiplies an operand cast to float32, which"),
+        Case("""
+            import mindspore as ms
+            from mindspore import ops
+            y = ops.matmul(x.astype(ms.float32), w)
+            """, line=3, message_contains="`mindspore.ops.matmul` multiplies an operand cast to float32,"),
+    )
     flagged = (
-        "import torch\ny = torch.matmul(x.float(), w)",
         "import torch\ny = torch.mm(a, b.float().t())",
         "import torch\ny = torch.bmm(q.to(torch.float32), k)",
         "import torch\ny = torch.bmm(q.to(dtype=torch.float32), k)",
@@ -118,7 +128,6 @@ class Fp32Matmul(Rule):
         "import torch.nn.functional as F\ny = F.linear(x.float(), w)",
         "import torch\ny = x.float().matmul(w)",
         "import torch\nfrom apex import amp\namp.register_float_function(torch, 'bmm')",
-        "import mindspore as ms\nfrom mindspore import ops\ny = ops.matmul(x.astype(ms.float32), w)",
         "import mindspore\nfrom mindspore import ops\nfrom mindspore import dtype as mstype\n"
         "cast = ops.Cast()\ny = ops.MatMul()(cast(x, mstype.float32), w)",
         # (a): a Cell with a MatMul in a training script that never casts to fp16

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ascend_lint.rule import Docs, Rule
+from ascend_lint.rule import Case, Docs, Rule
 from ascend_lint.astutil import callee_name, constant
 
 SHAPE_OPS = frozenset({"nonzero", "masked_select", "unique", "argwhere"})
@@ -67,8 +67,15 @@ class DynamicShapeInForward(Rule):
         source="Ascend msprof-analyze AI CPU operator replacement guide (IndexPut: 9.64 ms vs 0.175 ms); "
                "CANN 6.0.1 PyTorch migration guide, \"dynamic shape\"; CANN 7.0 dynamic-shape tuning case.",
     )
+    cases = (
+        Case("""
+            import torch
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return torch.nonzero(x > 0)
+            """, line=4, message_contains="`torch.nonzero` in `forward` has a data-dependent shape, which"),
+    )
     flagged = (
-        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return torch.nonzero(x > 0)",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.nonzero()",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, m):\n"
         "        return torch.masked_select(x, m)",

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from typing import List, Optional, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 from ascend_lint.astutil import argument, callee_name, constant, dotted_name, has_star_args
 
 # MindSpore callables with an `async_save` parameter -> its positional index
@@ -70,6 +70,16 @@ class SyncCheckpointSave(Rule):
                    "the user's decision.",
         source="MindSpore performance tuning notes (async checkpoint saving, 2450 vs 2200 img/s); "
                "`mindspore.train.CheckpointConfig` and `mindspore.save_checkpoint` API docs.",
+    )
+    cases = (
+        Case("""
+            from mindspore.train import CheckpointConfig
+            cfg = CheckpointConfig(save_checkpoint_steps=100)
+            """, line=2, message_contains="`CheckpointConfig` saves checkpoints synchronously",
+             fixed="""
+            from mindspore.train import CheckpointConfig
+            cfg = CheckpointConfig(save_checkpoint_steps=100, async_save=True)
+            """),
     )
     flagged = (
         "from mindspore.train import CheckpointConfig\ncfg = CheckpointConfig(save_checkpoint_steps=100)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
-from ascend_lint.rule import Docs
+from ascend_lint.rule import Case, Docs
 
 from ._match import (CASTS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel, qual_or_method, resolve, same,
                      square_base, src, src_at)
@@ -58,8 +58,15 @@ class HandwrittenRmsNorm(FusionRule):
                "advisor rules timeline_fusion_ops.yaml.",
     )
     _HEAD = "import torch\nimport torch_npu\n"
+    cases = (
+        Case("""
+            import torch
+            import torch_npu
+            def f(x, eps):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+            """, line=4, message_contains="hand-written RMSNorm runs as separate pow/mean/add/rsqrt/mul"),
+    )
     flagged = (
-        _HEAD + "def f(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",
         _HEAD + "def f(x, w, eps):\n"
         "    variance = x.pow(2).mean(-1, keepdim=True)\n    x = x * torch.rsqrt(variance + eps)\n    return w * x",
         _HEAD + "def f(x, eps):\n    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps)",

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import ast
 from typing import Dict
-from ascend_lint.rule import Applicability, Docs, Edit, Rule
+
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Rule
 from ascend_lint.astutil import argument, constant
 
 from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, dispatches_elsewhere, gpu_fallback,
@@ -58,6 +59,16 @@ class CudaDevice(Rule):
                    "(`Tensor.npu` and `Module.npu` take the same arguments). " + NPU_FIX_SAFETY,
         source="Ascend Extension for PyTorch migration guide (manual migration: device, `.cuda()`), "
                "torch_npu/contrib/transfer_to_npu.py (what automatic migration rewrites).",
+    )
+    cases = (
+        Case("""
+            import torch_npu
+            model = model.cuda()
+            """, line=2, message_contains="`.cuda()` places work on CUDA, which does not exist on Ascend",
+             fixed="""
+            import torch_npu
+            model = model.npu()
+            """),
     )
     flagged = (
         "import torch_npu\nmodel = model.cuda()",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict
 
-from ascend_lint.rule import Applicability, Docs, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Rule
 from ascend_lint.astutil import argument, callee_name
 
 from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, replace_in_literal
@@ -48,8 +48,19 @@ class NcclBackend(Rule):
         source="Ascend PyTorch migration guide (manual migration: `backend='nccl'` -> `'hccl'`); "
                "torch_npu/contrib/transfer_to_npu.py (automatic migration patches init_process_group).",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            import torch.distributed as dist
+            dist.init_process_group(backend='nccl')
+            """, line=3, message_contains="init_process_group(backend='nccl')",
+             fixed="""
+            import torch_npu
+            import torch.distributed as dist
+            dist.init_process_group(backend='hccl')
+            """),
+    )
     flagged = (
-        "import torch_npu\nimport torch.distributed as dist\ndist.init_process_group(backend='nccl')",
         "import torch_npu\nimport torch.distributed as dist\ndist.init_process_group('nccl', rank=r, world_size=w)",
         "import torch_npu\nfrom torch.distributed import init_process_group\ninit_process_group(backend=\"nccl\")",
         "import torch_npu\nimport torch\ndef setup():\n    backend = 'nccl'\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 from typing import Dict
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 
 from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, torch_spelling
 from .twins import Twin, lookup
@@ -65,6 +65,18 @@ class TorchCudaApi(Rule):
                    "the CPU, in fp32, unseeded), and the NPU one computes different numbers. " + NPU_FIX_SAFETY,
         source="torch_npu/npu/__init__.py `__all__` and torch_npu/npu/amp (Ascend/pytorch); Ascend Extension for "
                "PyTorch API list, torch.cuda and torch.cuda.amp support tables.",
+    )
+    cases = (
+        Case("""
+            import torch
+            import torch_npu
+            torch.cuda.set_device(rank)
+            """, line=3, message_contains="`torch.cuda.set_device` does not reach the NPU on Ascend",
+             fixed="""
+            import torch
+            import torch_npu
+            torch.npu.set_device(rank)
+            """),
     )
     flagged = (
         "import torch\nimport torch_npu\ntorch.cuda.set_device(rank)",
