@@ -16,6 +16,37 @@ def test_rules_md_is_up_to_date():
     )
 
 
+def test_generated_counts_and_tables_are_up_to_date():
+    """Every rule count in README/docs and the examples table are generated (`python -m ascend_lint.docs`)."""
+    from ascend_lint.docs import generated
+
+    root = Path(__file__).parent.parent
+    stale = [str(Path(path).relative_to(root)) for path, text in generated(str(root), REGISTRY.sorted_rules()).items()
+             if Path(path).read_text(encoding="utf-8") != text]
+    assert not stale, f"stale generated docs: {stale}: run `python -m ascend_lint.docs`"
+
+
+def test_no_rule_count_is_written_by_hand():
+    """A number of rules in README.md, CONTRIBUTING.md or examples/README.md stands in a generated count."""
+    import re
+
+    root = Path(__file__).parent.parent
+    count_re = re.compile(r"(?<![-<!:\w])(\d+) (?:(?:default|preview|built-in) )?rules\b")
+    for name in ("README.md", "CONTRIBUTING.md", "examples/README.md", "docs/rule-api.md"):
+        text = re.sub(r"<!-- count:\w+ -->\d+<!-- /count -->", "N", (root / name).read_text(encoding="utf-8"))
+        assert not count_re.findall(text), f"{name}: a rule count written by hand"
+
+
+def test_counts_follow_the_registry():
+    from ascend_lint.docs import fill_counts, rule_counts
+
+    counts = rule_counts(REGISTRY.sorted_rules())
+    assert counts["rules"] == counts["default"] + counts["preview"] == sum(
+        counts[p] for p in ("affinity", "migration", "fusion"))
+    assert fill_counts("<!-- count:rules -->0<!-- /count -->", REGISTRY.sorted_rules()) == (
+        f"<!-- count:rules -->{counts['rules']}<!-- /count -->")
+
+
 def test_every_rule_has_a_section():
     text = DOCS.read_text(encoding="utf-8")
     for rule in REGISTRY.sorted_rules():
