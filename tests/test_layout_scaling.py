@@ -10,7 +10,7 @@ import pytest
 
 from ascend_lint.config import Settings
 from ascend_lint.engine.linter import Linter
-from ascend_lint_plugins.affinity import _layout
+from ascend_lint_plugins.affinity import _layout_flow
 from conftest import REGISTRY
 
 LINE = "v = t.transpose(0, 1).contiguous()\n"
@@ -27,7 +27,7 @@ SHAPES = {
 def _lint_counting(source: str, monkeypatch) -> tuple:
     """(findings, nodes yielded by ast.walk while linting, scope indexes built)."""
     walked, built = [0], [0]
-    real_walk, real_index = ast.walk, _layout.ScopeIndex.__init__
+    real_walk, real_index = ast.walk, _layout_flow.ScopeIndex.__init__
 
     def counting_walk(node):
         for found in real_walk(node):
@@ -39,7 +39,7 @@ def _lint_counting(source: str, monkeypatch) -> tuple:
         real_index(self, root)
 
     monkeypatch.setattr(ast, "walk", counting_walk)
-    monkeypatch.setattr(_layout.ScopeIndex, "__init__", counting_index)
+    monkeypatch.setattr(_layout_flow.ScopeIndex, "__init__", counting_index)
     rules = [REGISTRY.rules["ASC101"], REGISTRY.rules["ASC102"]]
     findings = Linter(rules, Settings(preview=True)).check(source, "model.py")
     monkeypatch.undo()
