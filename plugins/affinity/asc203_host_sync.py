@@ -159,28 +159,36 @@ class HostSyncInStepLoop(Rule):
     def visit_Call(self, node: ast.Call) -> None:
         method = method_name(node)
         if method is not None:  # cheapest tests first: this runs for every call on a trigger line
-            if method == "backward":
-                self._remember_tensor(node.func.value)
-            elif (method == "scale_loss" and self.ctx.call_name(node) == "apex.amp.scale_loss") or (
-                    method == "scale" and "scaler" in receiver_name(node.func.value).lower()):
-                self._remember_tensor(argument(node, "loss", 0))  # amp.scale_loss(loss, opt) / scaler.scale(loss)
-            elif method in SYNC_METHODS and not node.args and not self._host_receiver(node.func.value):
-                self._check(node, _short(node, f".{method}()"))
+            self._method_call(node, method)
             return
         func = node.func
         if (isinstance(func, ast.Name) and func.id in ("float", "int", "print") and not self.ctx.is_local(func.id)
                 and self.ctx.aliases.get(func.id) is None):
-            if func.id in ("float", "int") and len(node.args) == 1 and not node.keywords:
+            if func.id == "print":
+                self._print_call(node)
+            elif len(node.args) == 1 and not node.keywords:
                 arg = node.args[0]
                 if self._is_tensor(arg) and not self._has_sync(arg):
                     self._check(node, _short(node, f"{func.id}()"))
-            elif func.id == "print":
-                for arg in node.args:
-                    value = self._printed_tensor(arg)
-                    if value is not None:
-                        shown = _short(value, "")
-                        self._check(node, f"print({shown})" if shown else "print()")
-                        return
+
+    def _method_call(self, node: ast.Call, method: str) -> None:
+        """`loss.backward()` and `scaler.scale(loss)` name a tensor; `.item()`, `.cpu()`, ... sync."""
+        if method == "backward":
+            self._remember_tensor(node.func.value)
+        elif (method == "scale_loss" and self.ctx.call_name(node) == "apex.amp.scale_loss") or (
+                method == "scale" and "scaler" in receiver_name(node.func.value).lower()):
+            self._remember_tensor(argument(node, "loss", 0))  # amp.scale_loss(loss, opt) / scaler.scale(loss)
+        elif method in SYNC_METHODS and not node.args and not self._host_receiver(node.func.value):
+            self._check(node, _short(node, f".{method}()"))
+
+    def _print_call(self, node: ast.Call) -> None:
+        """`print(loss)`: formatting a device tensor copies it to the host."""
+        for arg in node.args:
+            value = self._printed_tensor(arg)
+            if value is not None:
+                shown = _short(value, "")
+                self._check(node, f"print({shown})" if shown else "print()")
+                return
 
     # ------------------------------------------------------------------ helpers
     def _remember_tensor(self, node: Optional[ast.expr]) -> None:

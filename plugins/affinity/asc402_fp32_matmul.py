@@ -383,38 +383,48 @@ class Fp32Matmul(Rule):
 
     def _bits(self, expr: ast.expr) -> Optional[int]:
         """32 / 16 when `expr` is explicitly cast to float32 / a 16-bit float, else None."""
-        node = expr
+        node: Optional[ast.expr] = expr
         for _ in range(8):
-            if isinstance(node, ast.Name):
-                bound = self.ctx.binding_before(node.id, node)  # `x = x.float()`: the x before it
-                if bound is None or bound.index is not None or bound.value is None:
+            if isinstance(node, ast.Call):
+                bits, node = self._call_bits(node)
+                if node is None:
+                    return bits
+            else:
+                node = self._read_through(node)
+                if node is None:
                     return None
-                node = bound.value
-                continue
-            if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
-                node = node.value
-                continue
-            if isinstance(node, ast.Subscript):
-                node = node.value
-                continue
-            if not isinstance(node, ast.Call):
-                return None
-            func = node.func
-            if isinstance(func, ast.Attribute) and self.ctx.qualname(func) is None:
-                if func.attr == "float" and not node.args and not node.keywords:
-                    return 32
-                if func.attr in ("half", "bfloat16") and not node.args:
-                    return 16
-                if func.attr in CAST_METHODS:
-                    return self._dtype_bits(list(node.args) + [k.value for k in node.keywords])
-                if func.attr in KEEP_DTYPE:
-                    node = func.value
-                    continue
-            if self._is_cast(node):
-                return self._dtype_bits(node.args[1:2])
-            dtype = argument(node, "dtype")
-            return self._dtype_bits([dtype]) if dtype is not None else None
         return None
+
+    def _read_through(self, node: ast.expr) -> Optional[ast.expr]:
+        """What a local name was bound to, the matrix of `.T`/`.mT`, the value subscripted; None for anything
+        else or an unknown binding."""
+        if isinstance(node, ast.Name):
+            bound = self.ctx.binding_before(node.id, node)  # `x = x.float()`: the x before it
+            if bound is None or bound.index is not None or bound.value is None:
+                return None
+            return bound.value
+        if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+            return node.value
+        if isinstance(node, ast.Subscript):
+            return node.value
+        return None
+
+    def _call_bits(self, node: ast.Call) -> Tuple[Optional[int], Optional[ast.expr]]:
+        """`_bits` of a call: (bits, None), or (None, the tensor) for an op that keeps the dtype."""
+        func = node.func
+        if isinstance(func, ast.Attribute) and self.ctx.qualname(func) is None:
+            if func.attr == "float" and not node.args and not node.keywords:
+                return 32, None
+            if func.attr in ("half", "bfloat16") and not node.args:
+                return 16, None
+            if func.attr in CAST_METHODS:
+                return self._dtype_bits(list(node.args) + [k.value for k in node.keywords]), None
+            if func.attr in KEEP_DTYPE:
+                return None, func.value
+        if self._is_cast(node):
+            return self._dtype_bits(node.args[1:2]), None
+        dtype = argument(node, "dtype")
+        return (self._dtype_bits([dtype]) if dtype is not None else None), None
 
     def _dtype_bits(self, values: Sequence[ast.expr]) -> Optional[int]:
         for value in values:

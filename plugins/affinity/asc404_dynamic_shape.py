@@ -184,24 +184,32 @@ class DynamicShapeInForward(Rule):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
             return self._is_mask(node.left, depth + 1) or self._is_mask(node.right, depth + 1)
         if isinstance(node, ast.Name):
-            bound = self.ctx.binding_before(node.id, node)
-            if bound is not None and bound.index is None and bound.value is not None:
-                # a known local value decides, then the name
-                if self._is_mask(bound.value, depth + 1):
-                    return True
-                if _is_index(bound.value):
-                    return False
-            return _mask_name(node.id)
+            return self._mask_held(node, depth)
         if isinstance(node, ast.Call):
-            func = node.func
-            qual = self.ctx.call_name(node)
-            if qual is not None:
-                return qual.startswith(("torch.", "mindspore.ops.")) and qual.rsplit(".", 1)[-1] in PREDICATES
-            if isinstance(func, ast.Attribute):
-                if func.attr in PREDICATES:
-                    return True
-                if func.attr in ("to", "type", "astype"):
-                    return any(self.ctx.qualname(a) in BOOL_DTYPES for a in node.args)
+            return self._mask_call(node)
+        return False
+
+    def _mask_held(self, node: ast.Name, depth: int) -> bool:
+        """A local name: its known value decides, then the name (`mask`, `keep`, ...)."""
+        bound = self.ctx.binding_before(node.id, node)
+        if bound is not None and bound.index is None and bound.value is not None:
+            if self._is_mask(bound.value, depth + 1):
+                return True
+            if _is_index(bound.value):
+                return False
+        return _mask_name(node.id)
+
+    def _mask_call(self, node: ast.Call) -> bool:
+        """A predicate (`torch.isnan(x)`, `x.eq(0)`) or a cast to bool."""
+        func = node.func
+        qual = self.ctx.call_name(node)
+        if qual is not None:
+            return qual.startswith(("torch.", "mindspore.ops.")) and qual.rsplit(".", 1)[-1] in PREDICATES
+        if isinstance(func, ast.Attribute):
+            if func.attr in PREDICATES:
+                return True
+            if func.attr in ("to", "type", "astype"):
+                return any(self.ctx.qualname(a) in BOOL_DTYPES for a in node.args)
         return False
 
     def _method(self) -> str:

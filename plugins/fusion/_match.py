@@ -296,27 +296,40 @@ def _full(node: ast.expr) -> bool:
 
 def halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) -> Optional[ast.expr]:
     """X when `first` is the first and `second` the second half of X along the last dim."""
-    # a, b = X.chunk(2, dim=-1)
-    if isinstance(first, ast.Name) and isinstance(second, ast.Name):
-        a, b = look(first), look(second)
-        if a is not None and b is not None and a[2] is b[2] and a[2] is not None and (a[1], b[1]) == (0, 1):
-            target = a[2].targets[0] if isinstance(a[2], ast.Assign) else None
-            pieces = len(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else 0
-            source = _chunk_source(ctx, a[0], pieces)
-            if source is not None:
-                return source
-    # c = X.chunk(2, -1); c[0], c[1]
+    return (_unpacked_halves(ctx, look, first, second) or _indexed_halves(ctx, look, first, second)
+            or _sliced_halves(look, first, second))
+
+
+def _unpacked_halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) -> Optional[ast.expr]:
+    """`a, b = X.chunk(2, dim=-1)`: X for the names `a` and `b`."""
+    if not (isinstance(first, ast.Name) and isinstance(second, ast.Name)):
+        return None
+    a, b = look(first), look(second)
+    if a is None or b is None or a[2] is not b[2] or a[2] is None or (a[1], b[1]) != (0, 1):
+        return None
+    target = a[2].targets[0] if isinstance(a[2], ast.Assign) else None
+    pieces = len(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else 0
+    return _chunk_source(ctx, a[0], pieces)
+
+
+def _indexed_halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) -> Optional[ast.expr]:
+    """`c = X.chunk(2, -1)`: X for `c[0]` and `c[1]`."""
     if isinstance(first, ast.Subscript) and isinstance(second, ast.Subscript):
         if constant(first.slice) == 0 and constant(second.slice) == 1 and same(first.value, second.value):
             return _chunk_source(ctx, resolve(look, first.value), 0)  # pieces of a split unknown: chunk only
-    # X[..., :h] and X[..., h:]
+    return None
+
+
+def _sliced_halves(look: Lookup, first: ast.expr, second: ast.expr) -> Optional[ast.expr]:
+    """X for `X[..., :h]` and `X[..., h:]`."""
     one = _last_axis_slice(resolve(look, first))
     two = _last_axis_slice(resolve(look, second))
-    if one is not None and two is not None and same(one[0], two[0]):
-        s1, s2 = one[1], two[1]
-        if (s1.lower is None and s1.upper is not None and s2.upper is None and s2.lower is not None
-                and s1.step is None and s2.step is None and same(s1.upper, s2.lower)):
-            return one[0]
+    if one is None or two is None or not same(one[0], two[0]):
+        return None
+    s1, s2 = one[1], two[1]
+    if (s1.lower is None and s1.upper is not None and s2.upper is None and s2.lower is not None
+            and s1.step is None and s2.step is None and same(s1.upper, s2.lower)):
+        return one[0]
     return None
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from ascend_lint.rule import Case, Docs
 from ascend_lint.astutil import argument, constant
@@ -203,35 +203,42 @@ class HandwrittenAttention(FusionRule):
             node = peel(look, node)
             if not isinstance(node, ast.Call):
                 return None
-            func = node.func
-            qual = self.ctx.qualname(func)
-            if qual in SOFTMAX_FUNCS and node.args:
-                return node.args[0] if is_last_dim(argument(node, "dim", 1)) else None
-            if qual in MS_SOFTMAX_FUNCS and node.args:
-                axis = argument(node, "axis", 1) or argument(node, "dim")
-                return node.args[0] if axis is None or is_last_dim(axis) else None
-            if (isinstance(func, ast.Attribute) and func.attr == "softmax" and qual is None
-                    and not (isinstance(func.value, ast.Name) and func.value.id == "self")):
-                return func.value if is_last_dim(argument(node, "dim", 0)) else None
-            if qual in ("torch.nn.functional.dropout", "torch.dropout") and node.args:
-                node = node.args[0]
-                continue
-            module = self._module(func, look)
-            if module is not None and len(node.args) == 1:
-                kind = self.ctx.qualname(module.func) if isinstance(module, ast.Call) else None
-                if kind == "torch.nn.Softmax":
-                    return node.args[0] if is_last_dim(argument(module, "dim", 0)) else None
-                if kind in MS_SOFTMAX_CLASSES:  # axis defaults to -1
-                    axis = argument(module, "axis", 0)
-                    return node.args[0] if axis is None or is_last_dim(axis) else None
-                if kind == "torch.nn.Dropout" or (kind or "").startswith("mindspore.") and kind.endswith("Dropout"):
-                    node = node.args[0]
-                    continue
-            if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
-                    and "drop" in func.attr.lower() and len(node.args) == 1):
-                node = node.args[0]  # self.attn_dropout(p) with the module defined elsewhere
-                continue
-            return None
+            qual = self.ctx.qualname(node.func)
+            module = self._module(node.func, look)
+            found = self._softmax_of(node, qual, module)
+            if found is not _NOT_FOUND:
+                return found
+            inner = self._dropout_input(node, qual, module)
+            if inner is None:
+                return None
+            node = inner
+        return None
+
+    def _softmax_of(self, call: ast.Call, qual: Optional[str], module: Optional[ast.expr]) -> object:
+        """S when `call` is a softmax of S along the last dim, None when along another, else _NOT_FOUND."""
+        found = _softmax_function_of(call, qual)
+        if found is not _NOT_FOUND or qual in DROPOUT_FUNCS or module is None or len(call.args) != 1:
+            return found
+        kind = self.ctx.qualname(module.func) if isinstance(module, ast.Call) else None
+        if kind == "torch.nn.Softmax":
+            return call.args[0] if is_last_dim(argument(module, "dim", 0)) else None
+        if kind in MS_SOFTMAX_CLASSES:  # axis defaults to -1
+            axis = argument(module, "axis", 0)
+            return call.args[0] if axis is None or is_last_dim(axis) else None
+        return _NOT_FOUND
+
+    def _dropout_input(self, call: ast.Call, qual: Optional[str], module: Optional[ast.expr]) -> Optional[ast.expr]:
+        """x when `call` is a dropout of x (a function, a module, `self.attn_dropout(x)`), else None."""
+        if qual in DROPOUT_FUNCS and call.args:
+            return call.args[0]
+        func = call.func
+        if module is not None and len(call.args) == 1:
+            kind = self.ctx.qualname(module.func) if isinstance(module, ast.Call) else None
+            if kind == "torch.nn.Dropout" or (kind or "").startswith("mindspore.") and kind.endswith("Dropout"):
+                return call.args[0]
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+                and "drop" in func.attr.lower() and len(call.args) == 1):
+            return call.args[0]  # self.attn_dropout(p) with the module defined elsewhere
         return None
 
     def _module(self, func: ast.expr, look: Optional[Lookup] = None) -> Optional[ast.expr]:
@@ -251,40 +258,50 @@ class HandwrittenAttention(FusionRule):
         for _ in range(MAX_STEPS):
             node = peel(look, node)
             if isinstance(node, ast.BinOp):
-                if isinstance(node.op, ast.MatMult):
-                    return self._qk(look, node.left, node.right)
-                if isinstance(node.op, (ast.Mult, ast.Add, ast.Sub)):
-                    found = self._score_matmul(look, node.left) or self._score_matmul(look, node.right)
-                    return found
-                if isinstance(node.op, ast.Div):
-                    node = node.left
-                    continue
+                found, after = self._score_operator(look, node)
+            elif isinstance(node, ast.Call):
+                found, after = self._score_call(look, node)
+            else:
                 return None
-            if not isinstance(node, ast.Call):
-                return None
-            func = node.func
-            qual = self.ctx.qualname(func)
-            if qual in MATMULS and len(node.args) == 2:
-                return self._qk(look, node.args[0], node.args[1])
-            if qual == "torch.baddbmm" and len(node.args) >= 3:
-                return self._qk(look, node.args[1], node.args[2])
-            ms_matmul = self._ms_matmul(look, node)
-            if ms_matmul is not None:
-                a, b, transposed = ms_matmul
-                return (a, b) if transposed else self._qk(look, a, b)
-            ctor = self._module(func, look)
-            kind = qual or (self.ctx.qualname(ctor.func) if isinstance(ctor, ast.Call) else None)
-            if kind in MS_PASS_THROUGH and node.args:
-                node = node.args[0]  # self.mul(scores, scale), ops.cast(scores, mstype.float32), ...
-                continue
-            if isinstance(func, ast.Attribute) and qual is None:
-                if func.attr in ("matmul", "bmm") and len(node.args) == 1:
-                    return self._qk(look, func.value, node.args[0])
-                if func.attr in ("masked_fill", "masked_fill_", "mul", "div", "add", "mul_", "div_", "add_"):
-                    node = func.value
-                    continue
-            return None
+            if after is None:
+                return found
+            node = after
         return None
+
+    def _score_operator(self, look: Lookup, node: ast.BinOp) -> Tuple[Optional[Tuple[ast.expr, ast.expr]],
+                                                                     Optional[ast.expr]]:
+        """One step of `_score_matmul` at an operator: ((q, k) or None, None) to stop, (None, x) to go on."""
+        if isinstance(node.op, ast.MatMult):
+            return self._qk(look, node.left, node.right), None
+        if isinstance(node.op, (ast.Mult, ast.Add, ast.Sub)):
+            return self._score_matmul(look, node.left) or self._score_matmul(look, node.right), None
+        if isinstance(node.op, ast.Div):
+            return None, node.left
+        return None, None
+
+    def _score_call(self, look: Lookup, node: ast.Call) -> Tuple[Optional[Tuple[ast.expr, ast.expr]],
+                                                                Optional[ast.expr]]:
+        """One step of `_score_matmul` at a call: a matmul, or a scaling, masking or cast to look through."""
+        func = node.func
+        qual = self.ctx.qualname(func)
+        if qual in MATMULS and len(node.args) == 2:
+            return self._qk(look, node.args[0], node.args[1]), None
+        if qual == "torch.baddbmm" and len(node.args) >= 3:
+            return self._qk(look, node.args[1], node.args[2]), None
+        ms_matmul = self._ms_matmul(look, node)
+        if ms_matmul is not None:
+            a, b, transposed = ms_matmul
+            return ((a, b) if transposed else self._qk(look, a, b)), None
+        ctor = self._module(func, look)
+        kind = qual or (self.ctx.qualname(ctor.func) if isinstance(ctor, ast.Call) else None)
+        if kind in MS_PASS_THROUGH and node.args:
+            return None, node.args[0]  # self.mul(scores, scale), ops.cast(scores, mstype.float32), ...
+        if isinstance(func, ast.Attribute) and qual is None:
+            if func.attr in ("matmul", "bmm") and len(node.args) == 1:
+                return self._qk(look, func.value, node.args[0]), None
+            if func.attr in ("masked_fill", "masked_fill_", "mul", "div", "add", "mul_", "div_", "add_"):
+                return None, func.value
+        return None, None
 
     def _qk(self, look: Lookup, q: ast.expr, kt: ast.expr) -> Optional[Tuple[ast.expr, ast.expr]]:
         k = self._transposed(peel(look, kt))
@@ -304,20 +321,45 @@ class HandwrittenAttention(FusionRule):
         if kind in MS_TRANSPOSES and len(node.args) == 2:  # ops.transpose(k, (0, 1, 3, 2)), self.transpose(k, perm)
             return node.args[0] if _swaps_last_two(node.args[1]) else None
         if qual == "torch.transpose" and len(node.args) == 3:
-            base, dims = node.args[0], node.args[1:]
-        elif isinstance(func, ast.Attribute) and qual is None and func.attr in TRANSPOSES:
-            base, dims = func.value, node.args
-            if func.attr == "t" and not dims:
-                return base
-            if func.attr == "permute" or (func.attr == "transpose" and len(dims) >= 3):  # MindSpore's transpose
-                packed = len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List))
-                return base if _swaps_last_two(ast.Tuple(elts=list(dims[0].elts if packed else dims))) else None
-        else:
-            return None
-        pair = tuple(constant(d) for d in dims)
-        if len(pair) == 2 and set(pair) in ({-2, -1}, {2, 3}, {1, 2}):
-            return base
+            return _swapped_pair(node.args[0], node.args[1:])
+        if isinstance(func, ast.Attribute) and qual is None and func.attr in TRANSPOSES:
+            return _method_transposed(func, node.args)
         return None
+
+
+def _softmax_function_of(call: ast.Call, qual: Optional[str]) -> object:
+    """`_softmax_of` for the function and method forms: `torch.softmax(S, -1)`, `ops.softmax(S)`, `S.softmax(-1)`."""
+    func = call.func
+    if qual in SOFTMAX_FUNCS and call.args:
+        return call.args[0] if is_last_dim(argument(call, "dim", 1)) else None
+    if qual in MS_SOFTMAX_FUNCS and call.args:
+        axis = argument(call, "axis", 1) or argument(call, "dim")
+        return call.args[0] if axis is None or is_last_dim(axis) else None
+    if (isinstance(func, ast.Attribute) and func.attr == "softmax" and qual is None
+            and not (isinstance(func.value, ast.Name) and func.value.id == "self")):
+        return func.value if is_last_dim(argument(call, "dim", 0)) else None
+    return _NOT_FOUND
+
+
+def _method_transposed(func: ast.Attribute, dims: List[ast.expr]) -> Optional[ast.expr]:
+    """k for `k.t()`, `k.permute(..., D, S)`, MindSpore's `k.transpose(0, 1, 3, 2)`, `k.transpose(-2, -1)`."""
+    base = func.value
+    if func.attr == "t" and not dims:
+        return base
+    if func.attr == "permute" or (func.attr == "transpose" and len(dims) >= 3):  # MindSpore's transpose
+        packed = len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List))
+        return base if _swaps_last_two(ast.Tuple(elts=list(dims[0].elts if packed else dims))) else None
+    return _swapped_pair(base, dims)
+
+
+def _swapped_pair(base: ast.expr, dims: List[ast.expr]) -> Optional[ast.expr]:
+    """`base` when `dims` are a literal pair that swaps the last two axes of a 3-D or 4-D score operand."""
+    pair = tuple(constant(d) for d in dims)
+    return base if len(pair) == 2 and set(pair) in ({-2, -1}, {2, 3}, {1, 2}) else None
+
+
+_NOT_FOUND = object()  # (`_softmax_of`: not a softmax at all)
+DROPOUT_FUNCS = ("torch.nn.functional.dropout", "torch.dropout")
 
 
 def _swaps_last_two(perm: ast.expr) -> bool:
