@@ -114,6 +114,7 @@ class FileContext:
         self.stack: List[ast.AST] = []  # nodes being visited, innermost last
         self._lines: Optional[List[str]] = None
         self._lines_with_ends: Optional[List[str]] = None  # (files with `\r`: lines keeping their endings)
+        self._has_cr: Optional[bool] = None  # does the text hold `\r` (asked once: a scan of the whole text)
         self._import_facts = None  # computed on demand (import_status), only when a fix is built
         self._step_cache: Dict[object, bool] = {}
         self._step_callees: Optional[Set[str]] = None
@@ -869,7 +870,9 @@ class FileContext:
             return None
         if last is None or end_col is None:
             return None
-        if "\r" in self.text:  # keep the file's own line endings inside the segment
+        if self._has_cr is None:
+            self._has_cr = "\r" in self.text
+        if self._has_cr:  # keep the file's own line endings inside the segment
             if self._lines_with_ends is None:
                 self._lines_with_ends = _LINE_WITH_END.findall(self.text)  # (ast's own line splitting)
             lines, joiner = self._lines_with_ends, ""
