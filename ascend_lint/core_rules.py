@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import List, Type
 
-from .rule import Applicability, Docs, Rule, Severity
+from .rule import Applicability, Case, Docs, Rule, Severity
 
 CORE_PACK = "core"
 PARSE_ERROR_CODE = "ASC000"
@@ -35,6 +35,12 @@ class UnreadableFile(Rule):
         example="print 'hello'    # Python 2: ASC000 syntax error",
         use_instead="print('hello')",
         source="ruff reports syntax errors the same way: https://docs.astral.sh/ruff/linter/#error-suppression",
+    )
+    cases = (
+        Case("""
+            import torch, torch_npu
+            y = torch.transpose(x, 1, 2).contiguous(
+            """, line=2, message_contains="syntax error"),
     )
     flagged = ("import torch, torch_npu\ny = torch.transpose(x, 1, 2).contiguous(\n",)
     clean = ("import torch\ny = torch.transpose(x, 1, 2).contiguous()\n",)
@@ -71,6 +77,16 @@ class UnusedNoqa(Rule):
         fix_safety="Safe: it removes the unused codes, or the whole directive when no code is left; text after "
                    "the directive stays a comment.",
         source="ruff's unused-noqa (RUF100): https://docs.astral.sh/ruff/rules/unused-noqa/",
+    )
+    cases = (
+        Case("""
+            import torch
+            y = torch.ones(2)  # noqa: ASC990
+            """, line=2, message_contains="Unused `noqa` directive (unknown",
+             fixed="""
+            import torch
+            y = torch.ones(2)
+            """),
     )
     flagged = ("import torch\ny = torch.ones(2)  # noqa: ASC990\n",)
     clean = ("import torch\ny = torch.ones(2)  # noqa: F401\n", "import torch\ny = torch.ones(2)  # noqa\n")

@@ -1,13 +1,18 @@
-"""Rule documentation rendered from the rule classes: terminal text, Markdown (docs/rules.md)."""
+"""Rule documentation rendered from the rule classes: terminal text, Markdown (docs/rules.md), and the
+rule counts and example tables that the repository's Markdown files show (`python -m ascend_lint.docs`)."""
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
+import sys
 import textwrap
+from collections import Counter
 from functools import lru_cache
-from typing import Iterable, List, Optional, Type
+from typing import Dict, Iterable, List, Optional, Sequence, Type
 
-from .core_rules import PARSE_ERROR_CODE
+from .core_rules import CORE_PACK, PARSE_ERROR_CODE
 from .rule import Rule
 from .analysis.training_code import NOT_TRAINING_CODE
 
@@ -149,6 +154,27 @@ def rule_markdown(rule: Type[Rule]) -> str:
     return "\n".join(lines)
 
 
+def rule_counts(rules: Iterable[Type[Rule]]) -> Dict[str, int]:
+    """How many rules there are: `rules` (the packs' rules), `default`, `preview`, one entry per pack, and
+    `core` (ascend-lint's own checks, ASC000/ASC001)."""
+    rules = list(rules)
+    packed = [r for r in rules if r.pack != CORE_PACK]
+    counts = {"rules": len(packed), "default": sum(not r.preview for r in packed),
+              "preview": sum(r.preview for r in packed), "core": len(rules) - len(packed)}
+    for rule in packed:
+        counts[rule.pack] = counts.get(rule.pack, 0) + 1
+    return counts
+
+
+def counts_line(rules: Iterable[Type[Rule]]) -> str:
+    """One sentence with the rule counts, for docs/rules.md."""
+    counts = rule_counts(rules)
+    packs = [k for k in counts if k not in ("rules", "default", "preview", "core")]
+    per_pack = ", ".join(f"`{p}` {counts[p]}" for p in packs)
+    return (f"{counts['rules']} rules in {len(packs)} packs ({per_pack}): {counts['default']} in the default set, "
+            f"{counts['preview']} preview; and {counts['core']} core checks.")
+
+
 def rules_markdown(rules: Iterable[Type[Rule]]) -> str:
     rules = list(rules)
     table = ["| Code | Name | Pack | Status | Fix | Precision (held-out) |", "| --- | --- | --- | --- | --- | --- |"]
@@ -156,4 +182,97 @@ def rules_markdown(rules: Iterable[Type[Rule]]) -> str:
         table.append(f"| [{r.code}](#{r.code.lower()}-{r.name}) | {r.name} | {r.pack} | {status(r)} | {fix_label(r)} "
                      f"| {precision_label(r)} |")
     body = "\n".join(rule_markdown(r) for r in rules)
-    return HEADER + "\n" + "\n".join(table) + "\n\n" + body
+    return HEADER + "\n" + counts_line(rules) + "\n\n" + "\n".join(table) + "\n\n" + body
+
+
+# ------------------------------------------------------------------ generated parts of other Markdown files
+# `<!-- count:default -->13<!-- /count -->`: a count from `rule_counts`, rewritten by `python -m ascend_lint.docs`.
+COUNT_RE = re.compile(r"(<!-- count:(\w+) -->)[^<]*(<!-- /count -->)")
+# The examples/README.md table between `<!-- examples -->` and `<!-- /examples -->`: its last column is made
+# from the `# expect: CODE` comments of each example.
+EXAMPLES_RE = re.compile(r"(<!-- examples -->\n)(.*?)(<!-- /examples -->)", re.S)
+EXPECT_RE = re.compile(r"#\s*expect:\s*([A-Z0-9,\s]+)$")
+GENERATED_FILES = ("README.md", "CONTRIBUTING.md", "docs/*.md", "examples/README.md")
+
+
+def fill_counts(text: str, rules: Sequence[Type[Rule]]) -> str:
+    counts = rule_counts(rules)
+    return COUNT_RE.sub(lambda m: f"{m.group(1)}{counts.get(m.group(2), '?')}{m.group(3)}", text)
+
+
+def expected_codes(example: str, rules: Sequence[Type[Rule]]) -> str:
+    """`ASC101, ASC204; preview: ASC102, ASC401 ×2` from an example's `# expect:` comments."""
+    preview = {r.code: r.preview for r in rules}
+    found: Counter = Counter()
+    for line in example.splitlines():
+        match = EXPECT_RE.search(line)
+        if match:
+            found.update(c for c in re.split(r"[,\s]+", match.group(1).strip()) if c in preview)
+
+    def listed(codes: List[str]) -> str:
+        return ", ".join(c + (f" \u00d7{found[c]}" if found[c] > 1 else "") for c in sorted(codes))
+
+    default = [c for c in found if not preview[c]]
+    later = [c for c in found if preview[c]]
+    parts = [listed(default)] if default else []
+    if later:
+        parts.append("preview: " + listed(later))
+    return "; ".join(parts)
+
+
+def fill_examples(text: str, examples_dir: str, rules: Sequence[Type[Rule]]) -> str:
+    def table(match: "re.Match[str]") -> str:
+        rows = []
+        for row in match.group(2).splitlines():
+            cells = row.split(" | ")
+            name = cells[0].lstrip("| ").strip("`")
+            path = os.path.join(examples_dir, name)
+            if name.endswith(".py") and os.path.isfile(path) and len(cells) == 3:
+                with open(path, encoding="utf-8") as handle:
+                    cells[2] = expected_codes(handle.read(), rules) + " |"
+            rows.append(" | ".join(cells))
+        return match.group(1) + "\n".join(rows) + "\n" + match.group(3)
+
+    return EXAMPLES_RE.sub(table, text)
+
+
+def generated(root: str, rules: Sequence[Type[Rule]]) -> Dict[str, str]:
+    """path -> its text as generated: docs/rules.md, and every Markdown file of `root` with counts or the
+    examples table filled in (only the files that hold a generated part)."""
+    out = {os.path.join(root, "docs", "rules.md"): rules_markdown(rules)}
+    for pattern in GENERATED_FILES:
+        for path in sorted(glob.glob(os.path.join(root, pattern))):
+            if path in out:
+                continue
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            if COUNT_RE.search(text) or EXAMPLES_RE.search(text):
+                out[path] = fill_examples(fill_counts(text, rules), os.path.join(root, "examples"), rules)
+    return out
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python -m ascend_lint.docs [--check] [ROOT]`: regenerate the generated Markdown of a checkout
+    (`--check`: only list the stale files, exit 1 if any)."""
+    from .registry import load_registry
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    paths = [a for a in args if a != "--check"]
+    root = paths[0] if paths else "."
+    stale = []
+    for path, text in generated(root, load_registry().sorted_rules()).items():
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text:
+                continue
+        stale.append(path)
+        if not check:
+            with open(path, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+    for path in stale:
+        print(("stale: " if check else "rewrote: ") + path)
+    return 1 if check and stale else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,14 +1,17 @@
 """The rule API: `Rule` base class, `Finding`, `Fix`, `Edit`, `Severity`, `Applicability`.
 
 A rule is one small class. Its metadata are class attributes; its behaviour is a few
-`visit_<AstNodeType>` handlers that the engine calls during its single walk of the file, plus an
-optional `end_file` hook for file-level decisions. Rules never walk the tree themselves: they query
-the file's semantic model (`self.ctx`, see `semantic.py`) and call `self.report(...)`.
+`visit_<AstNodeType>` handlers that the engine calls during its single walk of the file, plus two
+optional hooks: `start_file` (per-file state, before the walk) and `end_file` (file-level decisions,
+after it). Rules never walk the tree themselves: they query the file's semantic model (`self.ctx`,
+docs/rule-api.md) and call `self.report(...)`; `ascend_lint.astutil` holds the shared AST helpers.
 """
 from __future__ import annotations
 
 import ast
 import enum
+import textwrap
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Iterable, List, Optional, Tuple, Type
 
@@ -102,6 +105,31 @@ class Finding:
         }
 
 
+@dataclass(frozen=True)
+class Case:
+    """An example with its output pinned (Fixit's `Invalid`): linted alone, with `--preview`, the rule
+    reports a finding on `line` whose message holds `message_contains`; with `fixed`, that finding's fix
+    applied alone gives exactly `fixed`. `code` and `fixed` are dedented, and a newline right after the
+    opening quotes is dropped, so `line` counts from the first line of code."""
+
+    code: str
+    line: int
+    message_contains: str
+    fixed: Optional[str] = None
+
+    @property
+    def source(self) -> str:
+        return _dedent(self.code)
+
+    @property
+    def fixed_source(self) -> Optional[str]:
+        return None if self.fixed is None else _dedent(self.fixed)
+
+
+def _dedent(text: str) -> str:
+    return textwrap.dedent(text[1:] if text.startswith("\n") else text)
+
+
 @dataclass
 class Docs:
     """Rule documentation in ruff's sections, and a one-sentence `summary` (SARIF, editors, listings)."""
@@ -139,25 +167,38 @@ class Rule:
     file_triggers: ClassVar[Tuple[str, ...]] = ("torch", "mindspore", "mindformers", "apex")
     triggers: ClassVar[Tuple[str, ...]] = ()
     docs: ClassVar[Docs] = Docs(what="", why="")
-    flagged: ClassVar[Tuple[str, ...]] = ()  # inline examples that must report `code`
+    cases: ClassVar[Tuple["Case", ...]] = ()  # examples that must report `code` at a pinned line, message, fix
+    flagged: ClassVar[Tuple[str, ...]] = ()  # inline examples that must report `code` (anywhere)
     clean: ClassVar[Tuple[str, ...]] = ()  # inline examples that must not
     # Project facts that cost a run extra work, gathered only when an enabled rule names them here:
     # "precision" (how scripts train the models: `ctx.training_precision()`, `ctx.caller_precision()`).
     project_facts: ClassVar[FrozenSet[str]] = frozenset()
-    # Handlers (`visit_<Node>` names) an instance has no use for in its file, set in its __init__: the walk
-    # does not call them, nor visit the node types that no handler is left for.
-    idle_handlers: FrozenSet[str] = frozenset()
+    # Handlers that only look for some names (`{"visit_Name": ("npu_rms_norm",)}`): the engine calls such a
+    # handler only in files whose text holds one of them (or is not ASCII: a name may be spelled otherwise).
+    handler_triggers: ClassVar[Dict[str, Tuple[str, ...]]] = {}
 
     def __init__(self, ctx: "FileContext", options: Optional[Dict[str, Any]] = None) -> None:
+        """The engine makes one instance per file; a rule keeps its per-file state in `start_file`."""
         self.ctx = ctx
         self.opts: Dict[str, Any] = dict(self.options)
         if options:
             self.opts.update(options)
         self.findings: List[Finding] = []
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            warnings.warn(f"{cls.__module__}.{cls.__name__} overrides Rule.__init__: keep per-file state in "
+                          "start_file() (the engine calls it before the walk)", DeprecationWarning, stacklevel=2)
+
     @classmethod
     def handler_names(cls) -> List[str]:
         return [n for n in dir(cls) if n.startswith("visit_") and callable(getattr(cls, n))]
+
+    @classmethod
+    def flagged_sources(cls) -> Tuple[str, ...]:
+        """Every snippet that must report the rule: `flagged`, then the code of each of `cases`."""
+        return tuple(cls.flagged) + tuple(case.source for case in cls.cases)
 
     def report(
         self,
@@ -186,6 +227,11 @@ class Rule:
                 fix=fix,
             )
         )
+
+    def start_file(self) -> None:
+        """Called once before the walk: set the per-file state here (`self.ctx` is the file's context,
+        `self.opts` the rule's options). A rule extending a rule base that has one calls
+        `super().start_file()` first."""
 
     def end_file(self) -> None:
         """Called once after the walk; rules that decide per file report here."""

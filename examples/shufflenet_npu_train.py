@@ -122,7 +122,7 @@ def main():
     tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
                     T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
     data = datasets.ImageFolder(os.path.join(DATA_DIR, "train"), tf)
-    loader = DataLoader(data, batch_size=BATCH_SIZE, sampler=DistributedSampler(data), num_workers=16, drop_last=True)
+    loader = DataLoader(data, batch_size=BATCH_SIZE, sampler=DistributedSampler(data), num_workers=16, drop_last=True)  # expect: ASC503
 
     for epoch in range(EPOCHS):
         loader.sampler.set_epoch(epoch)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional
 
+from ascend_lint.astutil import callee_name
+
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 TRY_NODES = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 
@@ -24,16 +26,10 @@ def failure_caught(stack: List[ast.AST]) -> bool:
                 not (h.body and isinstance(h.body[-1], ast.Raise)) for h in outer.handlers):
             return True
         if isinstance(outer, (ast.With, ast.AsyncWith)) and inner in outer.body and any(
-                isinstance(item.context_expr, ast.Call) and called_name(item.context_expr) == "suppress"
+                isinstance(item.context_expr, ast.Call) and callee_name(item.context_expr) == "suppress"
                 for item in outer.items):
             return True
     return False
-
-
-def called_name(call: ast.Call) -> str:
-    """The name a call is made by: `suppress` for `contextlib.suppress(...)`; '' for anything else."""
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 class Ancestry:

@@ -235,20 +235,16 @@ def test_segment_matches_get_source_segment(src):
 
 
 class _Names(Rule):
-    """A test-only rule with handlers it can leave idle: none when the text says `idle`."""
+    """A test-only rule whose name handler looks for one name: it is called only in files that hold it."""
 
     code = "TST002"
     name = "names"
     message = "{what}"
     file_triggers = ()
     triggers = ("x",)
+    handler_triggers = {"visit_Name": ("wanted",)}
     docs = Docs(what="test", why="test")
     seen: list = []
-
-    def __init__(self, ctx, options=None):
-        super().__init__(ctx, options)
-        if "idle" in ctx.text:
-            self.idle_handlers = frozenset({"visit_Name"})
 
     def visit_Name(self, node):
         _Names.seen.append(node.id)
@@ -257,8 +253,43 @@ class _Names(Rule):
         _Names.seen.append("call")
 
 
-def test_idle_handlers_are_not_called():
-    for src, seen in (("x = f(y)\n", ["x", "call", "f", "y"]), ("x = f(y)  # idle\n", ["call"])):
+def test_handlers_with_triggers_are_called_only_where_the_file_holds_one():
+    for src, seen in (("x = f(wanted)\n", ["x", "call", "f", "wanted"]), ("x = f(y)\n", ["call"]),
+                      ("x = f(y)  # é\n", ["x", "call", "f", "y"])):  # (not ASCII: names may be spelled otherwise)
         _Names.seen = []
         Linter([_Names], Settings()).check(src, "p.py")
         assert _Names.seen == seen
+
+
+class _Counting(Rule):
+    """A test-only rule with per-file state set in start_file."""
+
+    code = "TST003"
+    name = "counting"
+    message = "{count} names before this call"
+    file_triggers = ()
+    triggers = ("x",)
+    docs = Docs(what="test", why="test")
+
+    def start_file(self) -> None:
+        self.names = 0
+
+    def visit_Name(self, node):
+        self.names += 1
+
+    def visit_Call(self, node):
+        self.report(node, count=self.names)
+
+
+def test_start_file_sets_per_file_state_before_the_walk():
+    linter = Linter([_Counting], Settings())
+    for _ in range(2):  # a second file starts from zero again
+        assert [f.message for f in linter.check("x = f(y)\nx = g(y)\n", "p.py")] == [
+            "1 names before this call", "4 names before this call"]
+
+
+def test_a_rule_that_overrides_init_is_told_to_use_start_file():
+    with pytest.warns(DeprecationWarning, match="start_file"):
+        class _Old(Rule):  # noqa: F841
+            def __init__(self, ctx, options=None):
+                super().__init__(ctx, options)

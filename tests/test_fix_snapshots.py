@@ -123,10 +123,25 @@ def test_diff_writes_nothing_and_shows_the_fix(case, tmp_path, capsys):
     assert re.search(r"Would fix \d+ findings?\.", err)
 
 
+FIXED_CASES = [(r.code, i, case) for r in FIX_RULES for i, case in enumerate(r.cases) if case.fixed is not None]
+
+
+@pytest.mark.parametrize("code,index,case", FIXED_CASES, ids=[f"{c}-case-{i}" for c, i, _ in FIXED_CASES])
+def test_case_fixed_text_through_the_cli(code, index, case, tmp_path, capsys):
+    """A rule's case with a fixed text is a snapshot too: `check --fix --unsafe-fixes --select CODE` on the case
+    (one finding of the rule) writes exactly that text, and fixing again changes nothing."""
+    name = f"{code}_case{index}"
+    _, fixed, _, err = _cli(tmp_path, capsys, name, "--fix", "--unsafe-fixes", data=case.source.encode("utf-8"))
+    assert "warning:" not in err, err
+    assert fixed.decode("utf-8") == case.fixed_source
+    _, again, _, _ = _cli(tmp_path, capsys, name, "--fix", "--unsafe-fixes", data=fixed)
+    assert again == fixed
+
+
 def test_fixture_set_covers_every_fix_and_the_hard_cases():
-    codes = {_code(c) for c in CASES}
+    codes = {_code(c) for c in CASES} | {code for code, _, _ in FIXED_CASES}
     missing = [r.code for r in FIX_RULES if r.code not in codes]
-    assert not missing, f"rules with fixes but no fix snapshot: {missing}"
+    assert not missing, f"rules with fixes but neither a fix snapshot nor a case with a fixed text: {missing}"
     raws = {c: (FIXTURES / f"{c}.in.py").read_bytes() for c in CASES}
     assert any(b"\r\n" in raw for raw in raws.values()), "a CRLF fixture"
     assert any(re.match(rb"#.*coding[:=]\s*latin-1", raw) and re.search(rb"[\x80-\xff]", raw)
@@ -163,7 +178,7 @@ def test_fix_safety_docs_match_the_applicability(rule):
 
 def _example_findings(rule) -> List[Tuple[str, list]]:
     out = []
-    for src in rule.flagged:
+    for src in rule.flagged_sources():
         src = textwrap.dedent(src)
         settings = Settings(preview=True, unsafe_fixes=True)
         linter = Linter([rule], settings)

@@ -140,7 +140,7 @@ def _example(rules: List[Type[Rule]], needs_npu_flag: bool = False) -> Optional[
     from ascend_lint.engine.linter import NPU_HINTS
 
     for rule in rules:
-        for src in rule.flagged:
+        for src in rule.flagged_sources():
             src = textwrap.dedent(src)
             if needs_npu_flag:  # the example without its NPU evidence (import torch_npu, device "npu", ...)
                 src = "".join(line for line in src.splitlines(True) if not any(h in line for h in NPU_HINTS))

@@ -17,7 +17,7 @@ from conftest import REGISTRY
 
 ROOT = Path(__file__).parent.parent
 CORPUS = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").glob("*.py"))]
-CORPUS += [textwrap.dedent(src) for rule in REGISTRY.sorted_rules() for src in rule.flagged + rule.clean]
+CORPUS += [textwrap.dedent(src) for rule in REGISTRY.sorted_rules() for src in rule.flagged_sources() + rule.clean]
 PRELUDE = "import torch\nimport torch_npu\nimport mindspore\nimport torch.nn as nn\n"
 EXAMPLES = int(os.environ.get("ASCEND_LINT_FUZZ_EXAMPLES", "40"))
 FUZZ_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))

@@ -156,7 +156,7 @@ def _fixable_example():
     for rule in REGISTRY.sorted_rules():
         if rule.fix_applicability is not Applicability.SAFE:
             continue
-        for src in rule.flagged:
+        for src in rule.flagged_sources():
             src = textwrap.dedent(src)
             found = lint(src, select=[rule.code], target="npu")
             if found and all(f.fix is not None and f.fix.applicability is Applicability.SAFE for f in found):

@@ -17,7 +17,7 @@ from conftest import REGISTRY
 
 RULES = REGISTRY.sorted_rules()
 EXAMPLES = [(r.code, kind, i, src) for r in RULES
-            for kind, srcs in (("flagged", r.flagged), ("clean", r.clean)) for i, src in enumerate(srcs)]
+            for kind, srcs in (("flagged", r.flagged_sources()), ("clean", r.clean)) for i, src in enumerate(srcs)]
 
 
 def findings(source: str, prune: bool = True, target: str = "auto") -> List[Tuple[str, int, int, str]]:

@@ -369,7 +369,7 @@ def _safe_fix_example():
     for rule in RULES:
         if rule.fix_applicability is not Applicability.SAFE:
             continue
-        for example in rule.flagged:
+        for example in rule.flagged_sources():
             source = textwrap.dedent(example)
             findings = Linter([rule], Settings(preview=True, target="npu")).check(source, "x.py")
             if any(f.fix and f.fix.applicability is Applicability.SAFE for f in findings):

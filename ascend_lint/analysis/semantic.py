@@ -19,7 +19,10 @@ from ..fileio import split_lines
 from .placement import Place, Placement
 from .data import (HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, STEP_CALL_NAMES, STEP_NAME_RE,
                            STEP_RECEIVER_HINTS, framework_kind)
-from .summary import call_text, npu_context, run_mode
+from .summary import call_text, might_step, npu_context, run_mode
+# Pure AST helpers live in ascend_lint.astutil; the old names stay importable from here for one step.
+from ..astutil import argument, constant, has_star_args, keyword, method_name, receiver_name  # noqa: F401
+from ..astutil import contains as _contains
 from .view import NULL_VIEW, ProjectView
 from ..rule import Span
 
@@ -112,6 +115,7 @@ class FileContext:
         self.stack: List[ast.AST] = []  # nodes being visited, innermost last
         self._lines: Optional[List[str]] = None
         self._lines_with_ends: Optional[List[str]] = None  # (files with `\r`: lines keeping their endings)
+        self._has_cr: Optional[bool] = None  # does the text hold `\r` (asked once: a scan of the whole text)
         self._import_facts = None  # computed on demand (import_status), only when a fix is built
         self._step_cache: Dict[object, bool] = {}
         self._step_callees: Optional[Set[str]] = None
@@ -123,6 +127,7 @@ class FileContext:
         self._optional: Optional[Dict[str, Tuple[str, ...]]] = None
         self._calls: Optional[List[ast.AST]] = None
         self._placement: Optional[Placement] = None
+        self._runs_steps: Optional[bool] = None
         self.project = project
         self.module: Optional[str] = project.module
         self.migrating_modules = MIGRATING_MODULES + tuple(migrating_modules)
@@ -732,6 +737,25 @@ class FileContext:
             self._step_callees = names
         return self._step_callees
 
+    def runs_training_steps(self) -> bool:
+        """Does this module run training steps? One of its loops runs a step (`loss.backward()`,
+        `optimizer.step()`, `scaler.step(opt)`, a MindSpore `train_step(...)`, through local helpers too), read
+        as the project summary reads it (the same answer wherever the walk is), or (project model) a step
+        loop elsewhere calls one of its functions every step. Computed once, when first asked."""
+        if self._runs_steps is None:
+            self._runs_steps = self._has_step_loop() or any(
+                role and role[0] == "step" for role in self.facts()["roles"].values())
+        return self._runs_steps
+
+    def _has_step_loop(self) -> bool:
+        if not might_step(self.text):  # (no text that may call a step: no loop to test)
+            return False
+        walk_scopes, self.scopes = self.scopes, [Scope(self.tree, "module")]  # (no bindings of the walk)
+        try:
+            return any(self.is_step_loop_unwalked(loop) for loop in find_nodes(self.tree, LOOP_TYPES))
+        finally:
+            self.scopes = walk_scopes
+
     def current_loop(self) -> Optional[ast.AST]:
         """The innermost enclosing loop of the current function."""
         func = self.function
@@ -834,7 +858,7 @@ class FileContext:
             if isinstance(node, ast.Compare) and all(isinstance(op, ast.Eq) for op in node.ops):
                 for side in [node.left] + node.comparators:
                     for sub in ast.walk(side):
-                        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else ""
+                        name = receiver_name(sub)
                         if name in counters or STEP_COUNTER_RE.search(name):
                             return True
         return False
@@ -856,7 +880,9 @@ class FileContext:
             return None
         if last is None or end_col is None:
             return None
-        if "\r" in self.text:  # keep the file's own line endings inside the segment
+        if self._has_cr is None:
+            self._has_cr = "\r" in self.text
+        if self._has_cr:  # keep the file's own line endings inside the segment
             if self._lines_with_ends is None:
                 self._lines_with_ends = _LINE_WITH_END.findall(self.text)  # (ast's own line splitting)
             lines, joiner = self._lines_with_ends, ""
@@ -950,9 +976,7 @@ def _guards_import(node: ast.Try) -> bool:
 
 def _availability_test(test: ast.expr) -> bool:
     """`is_fp8_available()`, `is_flash_attn_available() and x`: a test that an optional package is there."""
-    return any(isinstance(n, ast.Call) and "available" in (
-        n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else "")
-        for n in ast.walk(test))
+    return any(isinstance(n, ast.Call) and "available" in receiver_name(n.func) for n in ast.walk(test))
 
 
 def _imported_modules(stmt: ast.stmt) -> List[str]:
@@ -976,13 +1000,6 @@ def _bound_names(stmt: ast.stmt) -> Set[str]:
         for target in targets:
             names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
     return names
-
-
-def _contains(outer: ast.AST, inner: ast.AST) -> bool:
-    """Position-based containment (the walker's stacks only hold ancestors, so this is enough)."""
-    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
-    )
 
 
 _STATEMENT_LISTS = ("body", "orelse", "finalbody")
@@ -1075,15 +1092,6 @@ def _local_callee(call: ast.Call) -> Optional[str]:
     return None
 
 
-def receiver_name(node: ast.AST) -> str:
-    """The last name of a receiver: `self.optimizer` -> 'optimizer', `opt` -> 'opt'."""
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
-
-
 def is_step_call(call: ast.Call) -> bool:
     """`loss.backward()`, `optimizer.step()`, `scaler.step(opt)`, `*.train_one_step(...)`, `optimizer(grads)`."""
     func = call.func
@@ -1102,49 +1110,3 @@ def is_step_call(call: ast.Call) -> bool:
         first = call.args[0]
         return isinstance(first, ast.Name) and "grad" in first.id.lower()
     return False
-
-
-# ------------------------------------------------------------------- call helpers for rules
-_MISSING = object()
-
-
-def argument(call: ast.Call, name: Optional[str], position: Optional[int] = None) -> Optional[ast.expr]:
-    """The argument passed as keyword `name` or at `position` (0-based), if any."""
-    if name is not None:
-        for kw in call.keywords:
-            if kw.arg == name:
-                return kw.value
-    if position is not None and position < len(call.args):
-        if not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
-            return call.args[position]
-    return None
-
-
-def keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw
-    return None
-
-
-def has_star_args(call: ast.Call) -> bool:
-    """`f(*a)` / `f(**kw)`: arguments that cannot be read statically."""
-    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
-
-
-def constant(node: Optional[ast.AST], default: object = None) -> object:
-    """The value of a literal (negative numbers included), else `default`."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        value = node.operand.value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return -value
-    return default
-
-
-def method_name(call: ast.AST) -> Optional[str]:
-    """`x.foo(...)` -> 'foo'."""
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    return None

@@ -22,6 +22,7 @@ import sys
 import warnings
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
+from ..astutil import dotted_name
 from .data import (GPU_TEXT_NEEDLES, GPU_TEXT_REACH, GPU_TEXT_RE, NPU_PACKAGES, NPU_TEXT_NEEDLES, NPU_TEXT_REACH,
                    NPU_TEXT_RE, PATCH_REGISTRARS, PRECISION_WORDS, STEP_NAME_RE, STEP_RECEIVER_HINTS)
 
@@ -760,16 +761,7 @@ def _walk(node: ast.AST) -> List[ast.AST]:
     return nodes
 
 
-def call_text(func: ast.AST) -> Optional[str]:
-    """`a.b.c` for a Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name):
-        return None
-    parts.append(func.id)
-    return ".".join(reversed(parts))
+call_text = dotted_name  # `a.b.c` for a Name/Attribute chain, else None (the old name, for one step)
 
 
 def _is_guard(test: ast.expr) -> bool:

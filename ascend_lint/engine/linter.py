@@ -299,7 +299,6 @@ class Linter:
     def _run(self, instances: List[Rule], ctx: FileContext, plan: "_Plan") -> List[Finding]:
         """One walk of the tree calling each rule's handlers (statements whose lines hold no trigger of the
         rules are not descended into), then each rule's `end_file`: the findings."""
-        table: Dict[type, list] = {}
         triggers: Set[str] = set()
         prune = self.prune
         for inst in instances:
@@ -307,16 +306,15 @@ class Linter:
                 triggers.update(inst.triggers)
             else:
                 prune = False
-            for node_type, name in _handlers(type(inst)):
-                if name not in inst.idle_handlers:
-                    table.setdefault(node_type, []).append(getattr(inst, name))
         hit_lines = None
         if prune:
             present = plan.scan.may_occur(triggers)
             words = alias_words(plan.aliases, tuple(sorted(triggers))) if plan.aliases else ()
             hit_lines = plan.scan.lines(sorted(t for t in triggers if present[t]), words)
         try:
-            Walker(ctx, table, hit_lines).run()
+            for inst in instances:
+                inst.start_file()
+            Walker(ctx, _dispatch_table(instances, ctx), hit_lines).run()
             for inst in instances:
                 inst.end_file()
         except RecursionError:
@@ -403,6 +401,20 @@ def _handlers(rule: Type[Rule]) -> List[Tuple[type, str]]:
                 found.append((node_type, name))
         _HANDLERS[rule] = found
     return found
+
+
+def _dispatch_table(instances: Sequence[Rule], ctx: FileContext) -> Dict[type, list]:
+    """ast node type -> the bound handlers of the rule instances, in rule order; a handler with
+    `handler_triggers` only where the file may hold one of them (a node type no handler is left for is
+    not even visited: leaving `visit_Name` out saves ~5 % of a --preview run on diffusers)."""
+    table: Dict[type, list] = {}
+    for inst in instances:
+        needs = inst.handler_triggers
+        for node_type, name in _handlers(type(inst)):
+            texts = needs.get(name) if needs else None
+            if texts is None or not ctx.text.isascii() or any(map(ctx.occurs, texts)):
+                table.setdefault(node_type, []).append(getattr(inst, name))
+    return table
 
 
 def _failing_rule(exc: BaseException) -> str:

@@ -19,6 +19,7 @@ from .asc403_float64 import Float64OnNpu
 from .asc404_dynamic_shape import DynamicShapeInForward
 from .asc501_sync_checkpoint import SyncCheckpointSave
 from .asc502_dataset_autotune import DatasetAutotuneOff
+from .asc503_dataloader_pin_memory import DataLoaderWithoutPinMemory
 
 RULES = [
     ContiguousAfterView,
@@ -41,4 +42,5 @@ RULES = [
     DynamicShapeInForward,
     SyncCheckpointSave,
     DatasetAutotuneOff,
+    DataLoaderWithoutPinMemory,
 ]

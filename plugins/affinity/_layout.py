@@ -20,26 +20,19 @@ from dataclasses import dataclass
 from typing import ClassVar, Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Rule
-from ascend_lint.analysis.semantic import FileContext, argument, constant
+from ascend_lint.analysis.semantic import FileContext
+from ascend_lint.astutil import argument, callee_name, constant
+
+from ._layout_flow import FUSED_ATTENTION_RE, CopyFlow, FusedPaths, Use
 
 VIEW_OPS = frozenset({
     "transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "chunk", "split", "tensor_split",
     "unbind", "narrow", "expand",
 })
 VIEW_ATTRS = frozenset({"T", "mT"})
-LAYOUT_OPS = frozenset({"transpose", "permute", "t", "T", "mT", "swapaxes", "swapdims", "movedim"})
 PIECE_OPS = frozenset({"chunk", "split", "tensor_split", "unbind"})
 # Pieces along dim 0 are contiguous already: (op -> positional index of dim in the method form)
 SPLIT_DIM = {"chunk": 1, "split": 1, "tensor_split": 1, "unbind": 0, "narrow": 0}
-MATMUL_FUNCS = frozenset({"torch.matmul", "torch.bmm", "torch.mm", "torch.baddbmm", "torch.addmm", "torch.addbmm",
-                          "torch.nn.functional.linear"})
-MATMUL_METHODS = frozenset({"matmul", "bmm", "mm"})
-# Consumers that need contiguous memory: custom kernels, collectives, raw pointers.
-KERNEL_CALL_RE = re.compile(
-    r"^npu_|all_to_all|alltoall|all_gather|allgather|reduce_scatter|all_reduce|allreduce|(?:^|_)a2a(?:_|$)"
-    r"|^broadcast$|^i?send$|^i?recv$|scatter_to|gather_from|^data_ptr$|^numpy$|^storage$|^untyped_storage$"
-    r"|^apply$|_kernel$|^kernel")
-FUSED_ATTENTION_RE = re.compile(r"scaled_dot_product_attention|fusion_attention|flash_attn|flash_attention")
 ATTENTION_NAME_RE = re.compile(r"attention|attn", re.IGNORECASE)
 EAGER_FALLBACK_RE = re.compile(
     r"^_*(?:torch|eager|naive|native|reference|ref|slow|math|python|pytorch)_|_(?:eager|naive|native|reference|ref"
@@ -60,9 +53,8 @@ class LayoutCopyRule(Rule):
 
     patterns: ClassVar[Dict[str, Dict[str, str]]] = {}
 
-    def __init__(self, ctx: FileContext, options=None) -> None:
-        super().__init__(ctx, options)
-        self.layout = LayoutClassifier(ctx)
+    def start_file(self) -> None:
+        self.layout = LayoutClassifier(self.ctx)
 
     def visit_Call(self, node: ast.Call) -> None:
         found = self.layout.classify(node)
@@ -71,14 +63,29 @@ class LayoutCopyRule(Rule):
 
 
 class LayoutClassifier:
-    """Classifies `.contiguous()` calls of one file (one instance per rule instance; caches per function)."""
+    """Classifies `.contiguous()` calls of one file (one instance per rule instance); where the copy flows
+    and whether a fused path runs instead are answered from per-scope indexes (`_layout_flow`)."""
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
+        self.flow = CopyFlow(ctx)
+        self.fused = FusedPaths(ctx)
         self._attention: Dict[int, bool] = {}
-        self._parents: Dict[int, Dict[int, ast.AST]] = {}
 
     def classify(self, node: ast.Call) -> Optional[LayoutCopy]:
+        view = self._copied_view(node)
+        if view is None or self._needed_or_free(node):
+            return None
+        producer, op = view
+        uses = self.flow.uses(node)
+        kinds = [self.flow.use_kind(value, parents) for value, parents in uses]
+        if "kernel" in kinds:
+            return None
+        return LayoutCopy(op, self._pattern(producer, op, uses, kinds))
+
+    def _copied_view(self, node: ast.Call) -> Optional[Tuple[ast.AST, str]]:
+        """(the view op call, its op) behind `x.contiguous()`; None when it is no view op or pieces along dim
+        0 (contiguous already)."""
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "contiguous" and not node.args and not node.keywords):
             return None
@@ -88,25 +95,22 @@ class LayoutClassifier:
         op = self._view_op(producer)
         if op is None or (op in SPLIT_DIM and self._along_dim0(producer, op)):
             return None
-        if self._needed_or_free(node):
-            return None
-        uses = self._uses(node)
-        kinds = [self._use_kind(value, parents) for value, parents in uses]
-        if "kernel" in kinds:
-            return None
+        return producer, op
+
+    def _pattern(self, producer: ast.AST, op: str, uses: List[Use], kinds: List[str]) -> str:
         tensor, rest = self._args(producer)
         dims = self._ints(rest)
         rank = self._rank(tensor, producer)
         if op in ("transpose", "permute") and self._channel_shuffle(op, dims, rank, uses, tensor, producer):
-            return LayoutCopy(op, "channel-shuffle")
+            return "channel-shuffle"
         inner = self._value_at(tensor, producer) if isinstance(tensor, ast.Name) else tensor
         if kinds and all(k in ("matmul", "bmm", "mm") for k in kinds) and self._view_op(inner) is None \
                 and self._last_two_swap(op, dims, rank, set(kinds)):
-            return LayoutCopy(op, "matmul-operand")
-        if op in ("transpose", "permute") and rank in (None, 4) and "bmm" not in kinds and "mm" not in kinds \
+            return "matmul-operand"
+        if op in ("transpose", "permute") and rank in (None, 4) and not {"bmm", "mm"} & set(kinds) \
                 and self._head_swap(op, dims) and self._in_attention():
-            return LayoutCopy(op, "attention-layout")
-        return LayoutCopy(op, "pieces" if op in PIECE_OPS or op == "narrow" else "layout-copy")
+            return "attention-layout"
+        return "pieces" if op in PIECE_OPS or op == "narrow" else "layout-copy"
 
     # ------------------------------------------------------------------------------ producer
     def _producer(self, receiver: ast.expr) -> Optional[ast.AST]:
@@ -186,8 +190,7 @@ class LayoutClassifier:
 
     # ------------------------------------------------------------------------------ patterns
     def _channel_shuffle(self, op: str, dims: Optional[List[int]], rank: Optional[int],
-                         uses: List[Tuple[ast.AST, Dict[int, ast.AST]]], tensor: Optional[ast.expr],
-                         producer: ast.AST) -> bool:
+                         uses: List[Use], tensor: Optional[ast.expr], producer: ast.AST) -> bool:
         """`transpose(1, 2)` / `permute(0, 2, 1, 3, 4)` of a 5-D `view`/`reshape` (the groups split out),
         flattened back to 4-D with the batch and spatial dims kept (`view(b, -1, h, w)`, `flatten(1, 2)`; not
         `view(b * c, t, h, w)`, which moves channels into the batch)."""
@@ -262,7 +265,7 @@ class LayoutClassifier:
             return True
         key = id(func.node)
         if key not in self._attention:
-            names = {_callee_name(n) or "" for n in ast.walk(func.node) if isinstance(n, ast.Call)}
+            names = {callee_name(n) for n in ast.walk(func.node) if isinstance(n, ast.Call)}
             matmul = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult) for n in ast.walk(func.node)) \
                 or bool(names & {"matmul", "bmm", "baddbmm", "einsum"})
             self._attention[key] = any(FUSED_ATTENTION_RE.search(n) for n in names) or (
@@ -282,110 +285,7 @@ class LayoutClassifier:
             if isinstance(ancestor, ast.IfExp) and "is_contiguous" in {
                     n.attr for n in ast.walk(ancestor.test) if isinstance(n, ast.Attribute)}:
                 return True
-        return self._beside_fused_path()
-
-    def _beside_fused_path(self) -> bool:
-        """The eager branch of `if <fused available>: fused(...) else: <eager>` (or after an `if ...: return
-        fused(...)`): on the NPU the fused op runs instead."""
-        ctx = self.ctx
-        func = ctx.function
-        for if_node, in_else in ctx.ifs:
-            if func is not None and not _inside(func.node, if_node):
-                continue
-            if self._calls_fused(if_node.body if in_else else if_node.orelse):
-                return True
-        stack = ctx.stack
-        for parent, child in zip(stack, stack[1:]):
-            if not isinstance(child, ast.stmt):
-                continue
-            for name in ("body", "orelse", "finalbody"):
-                block = getattr(parent, name, None)
-                if isinstance(block, list) and child in block:
-                    for earlier in block[:block.index(child)]:
-                        if isinstance(earlier, ast.If) and any(isinstance(n, ast.Return) for n in earlier.body) \
-                                and self._calls_fused(earlier.body):
-                            return True
-        return False
-
-    def _calls_fused(self, stmts: List[ast.stmt]) -> bool:
-        for stmt in stmts:
-            for n in ast.walk(stmt):
-                if isinstance(n, ast.Call):
-                    name = _callee_name(n) or ""
-                    qual = self.ctx.qualname(n.func) or ""
-                    if qual.startswith("torch_npu.") or name.startswith("npu_") or "fused" in name.lower() \
-                            or FUSED_ATTENTION_RE.search(name):
-                        return True
-        return False
-
-    def _uses(self, node: ast.Call) -> List[Tuple[ast.AST, Dict[int, ast.AST]]]:
-        """Where the copy flows: (the value, a parent map to read its consumer) per use; through `a if c
-        else b` and a local name bound to it (its later loads in the function)."""
-        stack = self.ctx.stack
-        parents = {id(c): p for p in stack for c in ast.iter_child_nodes(p)}
-        value: ast.AST = node
-        parent = parents.get(id(value))
-        while isinstance(parent, ast.IfExp) and value is not parent.test:
-            value, parent = parent, parents.get(id(parent))
-        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is value:
-            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-            if len(targets) == 1 and isinstance(targets[0], ast.Name):
-                return self._later_uses(targets[0].id, parent)
-            return []
-        return [] if parent is None else [(value, parents)]
-
-    def _later_uses(self, name: str, stmt: ast.stmt) -> List[Tuple[ast.Name, Dict[int, ast.AST]]]:
-        """Loads of `name` after `stmt` in the enclosing function, up to its next assignment."""
-        func = self.ctx.function
-        root = func.node if func is not None else self.ctx.tree
-        key = id(root)
-        if key not in self._parents:
-            self._parents[key] = {id(c): p for p in ast.walk(root) for c in ast.iter_child_nodes(p)}
-        parents = self._parents[key]
-        end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
-        names = sorted((n for n in ast.walk(root) if isinstance(n, ast.Name) and n.id == name
-                        and (n.lineno, n.col_offset) >= end), key=lambda n: (n.lineno, n.col_offset))
-        uses = []
-        for n in names:
-            if isinstance(n.ctx, ast.Load):
-                uses.append((n, parents))
-                continue
-            rebinding = n  # `x = f(x)`: the loads in the statement that rebinds the name still use it
-            while rebinding is not None and not isinstance(rebinding, ast.stmt):
-                rebinding = parents.get(id(rebinding))
-            if rebinding is not None:
-                uses += [(m, parents) for m in ast.walk(rebinding) if isinstance(m, ast.Name) and m.id == name
-                         and isinstance(m.ctx, ast.Load) and all(m is not u for u, _ in uses)]
-            break
-        return uses
-
-    def _use_kind(self, value: ast.AST, parents: Dict[int, ast.AST]) -> str:
-        parent = parents.get(id(value))
-        if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.MatMult):
-            return "matmul"
-        if isinstance(parent, ast.keyword):
-            parent = parents.get(id(parent))
-        if isinstance(parent, ast.Call) and value is not parent.func:
-            if isinstance(parent.func, ast.Subscript):  # triton: kernel[grid](x, ...)
-                return "kernel"
-            qual = self.ctx.qualname(parent.func) or ""
-            name = _callee_name(parent) or ""
-            if qual in MATMUL_FUNCS or (isinstance(parent.func, ast.Attribute) and name in MATMUL_METHODS):
-                return {"bmm": "bmm", "baddbmm": "bmm", "addbmm": "bmm", "mm": "mm", "addmm": "mm"}.get(name, "matmul")
-            if qual.startswith(("torch.ops.", "torch_npu.")) or "._C." in qual or qual.endswith("._C") \
-                    or KERNEL_CALL_RE.search(name):
-                return "kernel"
-            return "other"
-        if isinstance(parent, ast.Attribute):
-            if parent.attr in MATMUL_METHODS:
-                return {"bmm": "bmm", "mm": "mm"}.get(parent.attr, "matmul")
-            if KERNEL_CALL_RE.search(parent.attr):
-                return "kernel"
-        return "other"
-
-
-def _inside(outer: ast.AST, inner: ast.AST) -> bool:
-    return outer.lineno <= inner.lineno and (inner.end_lineno or 0) <= (outer.end_lineno or 0)
+        return self.fused.beside_fused_path()
 
 
 def _shape_len(call: ast.Call) -> Optional[int]:
@@ -410,12 +310,3 @@ def _keeps_batch_and_space(split: Optional[ast.AST], merged: ast.Call) -> bool:
     if len(five) != 5 or len(four) != 4:
         return True
     return all(ast.dump(four[i]) == ast.dump(five[j]) or constant(four[i]) == -1 for i, j in ((0, 0), (2, 3), (3, 4)))
-
-
-def _callee_name(call: ast.Call) -> Optional[str]:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None

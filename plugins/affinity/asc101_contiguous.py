@@ -1,7 +1,7 @@
 """ASC101 contiguous-after-view: the `.contiguous()` copies that have a known Ascend remedy."""
 from __future__ import annotations
 
-from ascend_lint.rule import Docs
+from ascend_lint.rule import Case, Docs
 
 from ._layout import LayoutCopyRule
 
@@ -77,24 +77,43 @@ class ContiguousAfterView(LayoutCopyRule):
                "(`adj_x1`/`adj_x2` for transposed operands); torch_npu `npu_fusion_attention` "
                "(`input_layout` BSH/SBH/BSND/BNSD/TND).",
     )
-    flagged = (
+    cases = (
         # the ShuffleNetV2 channel shuffle, multi-line, through local names
-        "import torch, torch_npu\ndef channel_shuffle(x, groups):\n    b, c, h, w = x.size()\n"
-        "    x = x.view(b, groups, c // groups, h, w)\n    x = torch.transpose(x, 1, 2)\n"
-        "    x = x.contiguous()\n    return x.view(b, -1, h, w)",
+        Case("""
+            import torch, torch_npu
+            def channel_shuffle(x, groups):
+                b, c, h, w = x.size()
+                x = x.view(b, groups, c // groups, h, w)
+                x = torch.transpose(x, 1, 2)
+                x = x.contiguous()
+                return x.view(b, -1, h, w)
+            """, line=6, message_contains="`.contiguous()` after `transpose` of the grouped channels is a"),
+        # the attention-head transposes around a hand-written or fused attention
+        Case("""
+            import torch, torch_npu
+            class SelfAttention(torch.nn.Module):
+                def forward(self, x):
+                    ctx = self.attend(x)
+                    return ctx.permute(0, 2, 1, 3).contiguous().view(x.shape)
+            """, line=5, message_contains="`.contiguous()` after `permute` copies the attention heads"),
+        # a transposed operand copied only to feed a matmul
+        Case("""
+            import torch, torch_npu
+            def score(q, k):
+                return torch.matmul(q, k.transpose(-2, -1).contiguous())
+            """, line=3, message_contains="`.contiguous()` after `transpose` only feeds a matmul, which"),
+    )
+    flagged = (
         "import torch_npu\ndef shuffle(x, g):\n    n, c, h, w = x.shape\n"
         "    return x.reshape(n, g, c // g, h, w).permute(0, 2, 1, 3, 4).contiguous().reshape(n, c, h, w)",
-        # a transposed operand copied only to feed a matmul
-        "import torch, torch_npu\ndef score(q, k):\n    return torch.matmul(q, k.transpose(-2, -1).contiguous())",
+        # transposed operands copied only to feed a matmul
         "import torch_npu\ndef proj(x, w):\n    wt = w.t().contiguous()\n    return x @ wt",
         "import torch, torch_npu\ndef f(a, b):\n    return torch.bmm(a.mT.contiguous(), b)",
         # bmm operands are 3-D: transpose(1, 2) is of the last two dims
         "import torch, torch_npu\ndef f(q, k):\n    return torch.bmm(q, k.transpose(1, 2).contiguous())",
         "import torch, torch_npu\ndef f(q, k, b, s, d):\n    kt = k.view(b, s, d).transpose(1, 2).contiguous()\n"
         "    return torch.matmul(q, kt)",
-        # the attention-head transposes around a hand-written or fused attention
-        "import torch, torch_npu\nclass SelfAttention(torch.nn.Module):\n    def forward(self, x):\n"
-        "        ctx = self.attend(x)\n        return ctx.permute(0, 2, 1, 3).contiguous().view(x.shape)",
+        # the attention-head transposes around a hand-written attention
         "import torch, torch_npu\ndef block(q, k, v):\n    p = torch.softmax(q @ k.transpose(-1, -2), -1)\n"
         "    return (p @ v).transpose(1, 2).contiguous()",
     )

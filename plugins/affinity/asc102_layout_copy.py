@@ -1,7 +1,7 @@
 """ASC102 contiguous-layout-copy (preview): the other `.contiguous()` copies after a view op."""
 from __future__ import annotations
 
-from ascend_lint.rule import Docs
+from ascend_lint.rule import Case, Docs
 
 from ._layout import LayoutCopyRule
 
@@ -49,8 +49,13 @@ class ContiguousLayoutCopy(LayoutCopyRule):
         fix_safety="No fix: whether the layout is needed depends on the consumer.",
         source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910 (chunk + cat + channel shuffle).",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            y = x.transpose(1, 2).contiguous()
+            """, line=2, message_contains="`.contiguous()` after `transpose` runs as a separate copy"),
+    )
     flagged = (
-        "import torch_npu\ny = x.transpose(1, 2).contiguous()",
         "import torch, torch_npu\ny = x.permute(0, 2, 1, 3).contiguous()",
         "import torch_npu\na, b = x.chunk(2, dim=1)\nb = b.contiguous()",
         "import torch, torch_npu\ndef f(x):\n    a, b = torch.chunk(x, 2, 1)\n    return a.contiguous()",

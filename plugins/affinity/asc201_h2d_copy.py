@@ -5,8 +5,9 @@ import ast
 import keyword as pykeyword
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import Scope, argument, constant, keyword, method_name
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
+from ascend_lint.analysis.semantic import Scope
+from ascend_lint.astutil import argument, callee_name, constant, contains, keyword, method_name
 
 from ._mutation import (FLOWS, MAX_HELPER_DEPTH, MUTATES, READING_BUILTINS, READS, keyword_parameter,
                         method_use, positional_parameter, torch_op_use, writes_in_place)
@@ -120,6 +121,31 @@ class HostToDeviceCopyInForward(Rule):
                "训练场景性能调优记录分享\", Huawei Cloud community, https://bbs.huaweicloud.com/blogs/204633); "
                "`torch.nn.Module.register_buffer` (PyTorch API docs).",
     )
+    cases = (
+        Case("""
+            import torch
+            from torch import nn
+            class Shuffle(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.order = [0, 2, 1, 3]
+                def forward(self, x):
+                    index = torch.tensor(self.order).to('npu')
+                    return x.index_select(1, index)
+            """, line=8, message_contains="`torch.tensor(...)` in `forward` is copied from host to device",
+             fixed="""
+            import torch
+            from torch import nn
+            class Shuffle(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.order = [0, 2, 1, 3]
+                    self.register_buffer('_index_buf', torch.tensor(self.order), persistent=False)
+                def forward(self, x):
+                    index = self._index_buf
+                    return x.index_select(1, index)
+            """),
+    )
     flagged = (
         # the ShuffleNetV2 index, and every move spelling
         "import torch\nfrom torch import nn\nclass Shuffle(nn.Module):\n    def __init__(self):\n"
@@ -218,8 +244,7 @@ class HostToDeviceCopyInForward(Rule):
         "        return torch.tensor([ids[0]] * x.shape[0]).to(x.device)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._reported: Set[int] = set()
         self._buffer_names: Dict[int, Set[str]] = {}  # class node id -> names taken so far
         self._scans: Dict[int, Tuple[Set[str], Set[str]]] = {}
@@ -284,7 +309,7 @@ class HostToDeviceCopyInForward(Rule):
         `if x.is_npu:` / `if not self.is_cpu_device:`): there the "device" is the host."""
         hot = self.ctx.hot_method()
         for if_node, in_else in self.ctx.ifs:
-            if hot is not None and not _inside(hot.node, if_node):
+            if hot is not None and not contains(hot.node, if_node):
                 continue
             side = _cpu_test(if_node.test)
             if side is not None and side == in_else:
@@ -500,7 +525,7 @@ class HostToDeviceCopyInForward(Rule):
         if not any(self._persistent(t) for t in targets):
             return False
         hot = self.ctx.hot_method()
-        return any(hot is None or _inside(hot.node, if_node) for if_node, _ in self.ctx.ifs)
+        return any(hot is None or contains(hot.node, if_node) for if_node, _ in self.ctx.ifs)
 
     def _persistent(self, target: ast.AST) -> bool:
         if isinstance(target, (ast.Attribute, ast.Subscript)):
@@ -729,7 +754,7 @@ class HostToDeviceCopyInForward(Rule):
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and _self_attr(
                     sub.func.value, self_name) and (sub.func.attr in MUTATORS or sub.func.attr.endswith("_")):
                 changed.add(sub.func.value.attr)
-            called = _called_name(sub)
+            called = (callee_name(sub) if isinstance(sub, ast.Call) else '')
             if called in SHUFFLES or called.endswith("_"):
                 changed.update(a.attr for a in sub.args if _self_attr(a, self_name))  # `random.shuffle(self.order)`
             if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -974,19 +999,6 @@ def _cpu_test(test: ast.expr) -> Optional[bool]:
     if side is None:
         return None
     return not side if negated else side
-
-
-def _inside(outer: ast.AST, inner: ast.AST) -> bool:
-    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
-
-
-def _called_name(node: ast.AST) -> str:
-    """The last name of a call's callee (`shuffle` for `np.random.shuffle(...)`); '' for anything else."""
-    if not isinstance(node, ast.Call):
-        return ""
-    func = node.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _self_attr(node: ast.AST, self_name: str) -> bool:

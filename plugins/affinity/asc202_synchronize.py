@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Dict, List, Optional
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import receiver_name
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
+from ascend_lint.astutil import parent_map, receiver_name
 
 # Device-wide synchronizes (torch_npu.npu.X is canonicalised to torch.npu.X by the semantic model).
 DEVICE_SYNCS = frozenset({
@@ -76,10 +76,25 @@ class SynchronizeInHotPath(Rule):
         source="Ascend PyTorch model tuning case: ShuffleNetV2 on Ascend 910; CANN 7.0 large-model training "
                "guide, \"减少同步接口调用\" (PT_LMTMOG_000080).",
     )
-    flagged = (
+    cases = (
         # forward of a Module, every spelling
-        "import torch\nimport torch_npu\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
-        "        torch.npu.synchronize()\n        return x",
+        Case("""
+            import torch
+            import torch_npu
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    torch.npu.synchronize()
+                    return x
+            """, line=5, message_contains="`torch.npu.synchronize()` in `forward` drains the device queue",
+             fixed="""
+            import torch
+            import torch_npu
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return x
+            """),
+    )
+    flagged = (
         "import torch_npu\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x):\n"
         "        torch_npu.npu.synchronize()\n        return x",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
@@ -227,7 +242,7 @@ def _binding_used_only_here(func: ast.AST, use: ast.Name, stmt: ast.stmt):
     The statement qualifies when it is the name's only assignment and the call its only read, or when it
     directly precedes the call in the same block (no other use of the name in between) and the next use
     of the name after the call, if any, is a new assignment."""
-    parents = {id(child): node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(func)
     occurrences = sorted((n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == use.id),
                          key=lambda n: (n.lineno, n.col_offset))
     loads = [n for n in occurrences if isinstance(n.ctx, ast.Load)]
@@ -236,16 +251,33 @@ def _binding_used_only_here(func: ast.AST, use: ast.Name, stmt: ast.stmt):
     stores = [n for n in occurrences if not isinstance(n.ctx, ast.Load)]
     if len(loads) == 1 and len(stores) == 1:  # one assignment, read only here: it goes with the call
         assign = parents.get(id(stores[0]))
-        single = isinstance(assign, ast.Assign) and len(assign.targets) == 1 and assign.targets[0] is stores[0]
-        return assign if single else _UNUSED_AFTER
+        return assign if _assigns_only(assign, stores[0]) else _UNUSED_AFTER
+    assign = _assignment_just_before(parents, occurrences, use, stmt)
+    if assign is not None:
+        return assign
+    return _UNUSED_AFTER if len(loads) == 1 else None
+
+
+def _assignment_just_before(parents: Dict[int, ast.AST], occurrences: List[ast.Name], use: ast.Name,
+                            stmt: ast.stmt) -> Optional[ast.Assign]:
+    """`name = value` right before the call's read of the name, in the same block, when the name's next use
+    after the call (if any) assigns it again."""
     at = next(i for i, n in enumerate(occurrences) if n is use)
     before = occurrences[at - 1] if at else None
     after = occurrences[at + 1] if at + 1 < len(occurrences) else None
     assign = parents.get(id(before)) if before is not None and not isinstance(before.ctx, ast.Load) else None
-    if (isinstance(assign, ast.Assign) and len(assign.targets) == 1 and assign.targets[0] is before
-            and _same_block(parents, assign, stmt) and (after is None or not isinstance(after.ctx, ast.Load))):
+    if _assigns_only(assign, before) and _same_block(parents, assign, stmt) and not _is_load(after):
         return assign
-    return _UNUSED_AFTER if len(loads) == 1 else None
+    return None
+
+
+def _assigns_only(assign: Optional[ast.AST], target: Optional[ast.Name]) -> bool:
+    """`target = value`: a plain assignment to that one name."""
+    return isinstance(assign, ast.Assign) and len(assign.targets) == 1 and assign.targets[0] is target
+
+
+def _is_load(name: Optional[ast.Name]) -> bool:
+    return name is not None and isinstance(name.ctx, ast.Load)
 
 
 def _same_block(parents, first: ast.stmt, second: ast.stmt) -> bool:

@@ -4,8 +4,9 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
-from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import Binding, argument, method_name, receiver_name
+from ascend_lint.rule import Case, Docs, Rule
+from ascend_lint.analysis.semantic import Binding
+from ascend_lint.astutil import argument, contains, method_name, receiver_name
 
 # Tensor methods that copy device data to the host (`asnumpy` is MindSpore's `numpy`).
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist", "asnumpy"})
@@ -78,9 +79,25 @@ class HostSyncInStepLoop(Rule):
                "zh/canncommercial/700/foundmodeldev/foundmodeltrain/PT_LMTMOG_000080.html); torch_npu "
                "`torch_npu.npu.set_sync_debug_mode` (torch_npu/npu/utils.py in Ascend/pytorch).",
     )
+    cases = (
+        Case("""
+            import torch
+            for x, y in loader:
+                loss = model(x.npu()).sum()
+                loss.backward()
+                optimizer.step()
+                total += loss.item()
+            """, line=6, message_contains="`loss.item()` copies a device tensor to the host on every"),
+        Case("""
+            import torch
+            for x, y in loader:
+                loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+                print(loss)
+            """, line=6, message_contains="`print(loss)` copies a device tensor to the host on every"),
+    )
     flagged = (
-        "import torch\nfor x, y in loader:\n    loss = model(x.npu()).sum()\n    loss.backward()\n    optimizer.step()\n"
-        "    total += loss.item()",
         "import torch\nfor x, y in loader:\n    out = model(x.npu())\n    out.sum().backward()\n    optimizer.step()\n"
         "    preds = out.argmax(1).cpu()",
         "import torch\nfor x, y in loader:\n    out = model(x.npu())\n    out.sum().backward()\n    optimizer.step()\n"
@@ -91,8 +108,6 @@ class HostSyncInStepLoop(Rule):
         "    losses.append(float(loss))",
         "import torch\nfor x, y in loader:\n    out = model(x)\n    out.sum().backward()\n    optimizer.step()\n"
         "    correct += int(torch.sum(out.argmax(1) == y))",
-        "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n"
-        "    print(loss)",
         "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n"
         "    print(f'loss {loss}')",
         # a per-step function called from the step loop counts as the loop body
@@ -138,36 +153,43 @@ class HostSyncInStepLoop(Rule):
         "    for p in params:\n        pass",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         # (function node id, name) -> the binding `.backward()` was called on: a known tensor
         self._backwarded: Dict[Tuple[int, str], Optional[Binding]] = {}
 
     def visit_Call(self, node: ast.Call) -> None:
         method = method_name(node)
         if method is not None:  # cheapest tests first: this runs for every call on a trigger line
-            if method == "backward":
-                self._remember_tensor(node.func.value)
-            elif (method == "scale_loss" and self.ctx.call_name(node) == "apex.amp.scale_loss") or (
-                    method == "scale" and "scaler" in receiver_name(node.func.value).lower()):
-                self._remember_tensor(argument(node, "loss", 0))  # amp.scale_loss(loss, opt) / scaler.scale(loss)
-            elif method in SYNC_METHODS and not node.args and not self._host_receiver(node.func.value):
-                self._check(node, _short(node, f".{method}()"))
+            self._method_call(node, method)
             return
         func = node.func
         if (isinstance(func, ast.Name) and func.id in ("float", "int", "print") and not self.ctx.is_local(func.id)
                 and self.ctx.aliases.get(func.id) is None):
-            if func.id in ("float", "int") and len(node.args) == 1 and not node.keywords:
+            if func.id == "print":
+                self._print_call(node)
+            elif len(node.args) == 1 and not node.keywords:
                 arg = node.args[0]
                 if self._is_tensor(arg) and not self._has_sync(arg):
                     self._check(node, _short(node, f"{func.id}()"))
-            elif func.id == "print":
-                for arg in node.args:
-                    value = self._printed_tensor(arg)
-                    if value is not None:
-                        shown = _short(value, "")
-                        self._check(node, f"print({shown})" if shown else "print()")
-                        return
+
+    def _method_call(self, node: ast.Call, method: str) -> None:
+        """`loss.backward()` and `scaler.scale(loss)` name a tensor; `.item()`, `.cpu()`, ... sync."""
+        if method == "backward":
+            self._remember_tensor(node.func.value)
+        elif (method == "scale_loss" and self.ctx.call_name(node) == "apex.amp.scale_loss") or (
+                method == "scale" and "scaler" in receiver_name(node.func.value).lower()):
+            self._remember_tensor(argument(node, "loss", 0))  # amp.scale_loss(loss, opt) / scaler.scale(loss)
+        elif method in SYNC_METHODS and not node.args and not self._host_receiver(node.func.value):
+            self._check(node, _short(node, f".{method}()"))
+
+    def _print_call(self, node: ast.Call) -> None:
+        """`print(loss)`: formatting a device tensor copies it to the host."""
+        for arg in node.args:
+            value = self._printed_tensor(arg)
+            if value is not None:
+                shown = _short(value, "")
+                self._check(node, f"print({shown})" if shown else "print()")
+                return
 
     # ------------------------------------------------------------------ helpers
     def _remember_tensor(self, node: Optional[ast.expr]) -> None:
@@ -242,7 +264,7 @@ class HostSyncInStepLoop(Rule):
             return isinstance(value, ast.Name) and depth < 3 and self._is_loop_variable(value.id, depth + 1)
         func = self.ctx.function
         for loop in self.ctx.loops:
-            if isinstance(loop, (ast.For, ast.AsyncFor)) and (func is None or _inside(func.node, loop)):
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and (func is None or contains(func.node, loop)):
                 if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(loop.target)):
                     return True
         return False
@@ -288,11 +310,6 @@ def _torch_returns_tensor(qual: str) -> bool:
         return True
     parts = qual.split(".")
     return len(parts) == 2 and parts[0] == "torch" and parts[1][:1].islower() and parts[1] not in NON_TENSOR_TORCH
-
-
-def _inside(outer: ast.AST, inner: ast.AST) -> bool:
-    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
 
 
 def _short(node: ast.expr, generic: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import argument, constant
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
+from ascend_lint.astutil import argument, constant
 
 VARIABLE = "ASCEND_LAUNCH_BLOCKING"
 ENV = "os.environ"
@@ -54,8 +54,17 @@ class LaunchBlocking(Rule):
         source="Ascend msprof-analyze advisor, synchronize rule "
                "(msprof_analyze/advisor/rules/en/synchronize.yaml in Ascend/msprof-analyze).",
     )
+    cases = (
+        Case("""
+            import os
+            import torch_npu
+            os.environ["ASCEND_LAUNCH_BLOCKING"] = "1"
+            """, line=3, message_contains="makes every NPU operator launch synchronous",
+             fixed="""
+            import torch_npu
+            """),
+    )
     flagged = (
-        'import os\nimport torch_npu\nos.environ["ASCEND_LAUNCH_BLOCKING"] = "1"',
         "import os\nimport torch_npu\nos.environ['ASCEND_LAUNCH_BLOCKING'] = 1",
         "import torch_npu\nfrom os import environ\nenviron['ASCEND_LAUNCH_BLOCKING'] = True",
         "import os\nimport torch_npu\nos.environ.setdefault('ASCEND_LAUNCH_BLOCKING', '1')",

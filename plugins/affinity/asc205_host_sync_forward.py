@@ -6,7 +6,7 @@ from typing import Optional
 
 from ascend_lint.analysis.placement import DEVICE
 from ascend_lint.analysis.summary import run_mode
-from ascend_lint.rule import Docs, Rule
+from ascend_lint.rule import Case, Docs, Rule
 
 # Tensor methods that copy device data to the host (`asnumpy` is MindSpore's `numpy`).
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist", "asnumpy"})
@@ -59,6 +59,17 @@ class HostSyncInForward(Rule):
                "(https://www.hiascend.com/document/detail/zh/canncommercial/700/foundmodeldev/foundmodeltrain/"
                "PT_LMTMOG_000080.html); torch_npu `torch_npu.npu.set_sync_debug_mode` "
                "(torch_npu/npu/__init__.py, https://gitee.com/ascend/pytorch).",
+    )
+    cases = (
+        Case("""
+            import torch
+            import torch_npu
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    n = x.sum().item()
+                    return x / n
+            """, line=5, message_contains="`x.sum().item()` copies a device tensor to the host with `.item()` in "
+                                          "`forward`"),
     )
     flagged = (
         "import torch\nimport torch_npu\nclass M(torch.nn.Module):\n    def forward(self, x):\n"

@@ -5,8 +5,8 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import constant, has_star_args
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
+from ascend_lint.astutil import callee_name, constant, has_star_args
 
 
 @dataclass(frozen=True)
@@ -151,8 +151,17 @@ class FusedOptimizerAvailable(Rule):
         source="Ascend PyTorch tuning case: MobileNetV1 with fused optimizers; torch_npu/optim/npu_fused_*.py "
                "(constructor signatures); Ascend msprof-analyze advisor rule timeline_fusion_ops.yaml.",
     )
+    cases = (
+        Case("""
+            import torch, torch_npu
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            """, line=2, message_contains="`torch.optim.SGD` has an NPU fused twin",
+             fixed="""
+            import torch_npu
+            opt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1, momentum=0.9)
+            """),
+    )
     flagged = (
-        "import torch, torch_npu\nopt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)",
         "import torch_npu\nfrom torch import optim as o\nopt = o.SGD(params, lr=0.1)",
         "import torch_npu\nfrom torch.optim import AdamW\nopt = AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)",
         "import torch, torch_npu\nopt = torch.optim.Adam(model.parameters(), 1e-3, (0.9, 0.98), 1e-9)",
@@ -224,8 +233,7 @@ class FusedOptimizerAvailable(Rule):
         "    opt = torch.optim.SGD(model.parameters(), lr=0.1)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._candidates: List[Tuple[ast.Call, str]] = []
         self._fused_seen: set = set()
         self._fused_names: set = set()  # names an if/try chain binds to a fused or another class
@@ -233,8 +241,7 @@ class FusedOptimizerAvailable(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         qual = self.ctx.call_name(node)
-        func = node.func
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        last = callee_name(node)
         if "Fused" in last:  # NpuFusedAdam, apex FusedAdam, a project's FunctionalFusedAdamW, ...
             self._fused_seen.add(last.rsplit("Fused", 1)[-1])
             return

@@ -5,8 +5,8 @@ import ast
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import argument
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
+from ascend_lint.astutil import argument, callee_name
 
 # Callees that build optimizers: resolved modules, or an optimizer-like last name (local classes too).
 OPTIMIZER_MODULES = ("torch.optim.", "torch_npu.optim.", "apex.optimizers.", "timm.optim.", "transformers.",
@@ -79,8 +79,15 @@ class MergeableParamGroups(Rule):
         source="Ascend apex README (fused optimizers and param groups); torch_npu/optim/npu_fused_optim_base.py "
                "(combined buffers per group).",
     )
+    cases = (
+        Case("""
+            opt = torch.optim.SGD([{'params': a.parameters(), 'lr': 0.1}, {'params': b.parameters(), 'lr': 0.1}])
+            """, line=1, message_contains="param groups 1 and 2 have identical options",
+             fixed="""
+            opt = torch.optim.SGD([{'params': [*a.parameters(), *b.parameters()], 'lr': 0.1}])
+            """),
+    )
     flagged = (
-        "opt = torch.optim.SGD([{'params': a.parameters(), 'lr': 0.1}, {'params': b.parameters(), 'lr': 0.1}])",
         # keys in another order, three groups of which two match
         "opt = torch.optim.SGD([\n    {'params': a, 'lr': 0.1, 'weight_decay': 0},\n"
         "    {'params': b, 'lr': 1.0},\n    {'weight_decay': 0, 'params': c, 'lr': 0.1},\n], momentum=0.9)",
@@ -160,8 +167,7 @@ class MergeableParamGroups(Rule):
             return False  # MindSpore applies its optimizers per parameter: groups cost no extra launches
         if qual is not None and qual.startswith(OPTIMIZER_MODULES) and qual.rsplit(".", 1)[-1][:1].isupper():
             return True
-        func = node.func
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        last = callee_name(node)
         return bool(OPTIMIZER_NAME_RE.search(last)) and "sched" not in last.lower()
 
     def _params_src(self, group: ast.Dict) -> str:
@@ -179,8 +185,7 @@ class MergeableParamGroups(Rule):
             if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.GeneratorExp, ast.SetComp)):
                 return True
             if isinstance(node, ast.Call):
-                func = node.func
-                last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                last = callee_name(node)
                 return last in ITERABLE_CALLS or "param" in last.lower()
             if not isinstance(node, ast.Name):
                 return False

@@ -4,8 +4,9 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import FileContext, argument, constant, keyword
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
+from ascend_lint.analysis.semantic import FileContext
+from ascend_lint.astutil import argument, constant, keyword
 
 from ..migration._common import in_backend_switch
 
@@ -102,8 +103,19 @@ class AmpCombineGrad(Rule):
         source="Ascend apex README.zh.md (amp.initialize, combine_grad) and patch/npu.patch; Ascend PyTorch "
                "tuning case: MobileNetV1 mixed precision.",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            from apex import amp
+            model, opt = amp.initialize(model, opt, opt_level='O2', loss_scale=128.0)
+            """, line=3, message_contains="apex `amp.initialize` without `combine_grad=True`",
+             fixed="""
+            import torch_npu
+            from apex import amp
+            model, opt = amp.initialize(model, opt, opt_level='O2', loss_scale=128.0, combine_grad=True)
+            """),
+    )
     flagged = (
-        "import torch_npu\nfrom apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O2', loss_scale=128.0)",
         "import torch_npu\nimport apex\nmodel, opt = apex.amp.initialize(model, opt)",
         "import torch_npu\nfrom apex.amp import initialize\nmodel, opt = initialize(model, opt, opt_level='O1', combine_grad=None)",
         # a runtime opt level: still reported (unsafe fix)
@@ -133,8 +145,7 @@ class AmpCombineGrad(Rule):
         "from apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O2')",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: dict = {}
 
     def visit_Call(self, node: ast.Call) -> None:

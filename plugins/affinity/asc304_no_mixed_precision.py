@@ -5,7 +5,7 @@ import ast
 import re
 from typing import Optional
 
-from ascend_lint.rule import Docs, Rule
+from ascend_lint.rule import Case, Docs, Rule
 from ascend_lint.analysis.semantic import is_step_call
 
 
@@ -81,9 +81,17 @@ class NoMixedPrecision(Rule):
         source="Ascend PyTorch migration guide (enable mixed precision after migration; torch_npu.npu.amp); "
                "Ascend tuning cases ShuffleNetV2 and MobileNetV1.",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            for x, y in loader:
+                loss = crit(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            """, line=5, message_contains="training step without mixed precision"),
+    )
     flagged = (
-        "import torch_npu\nfor x, y in loader:\n    loss = crit(model(x), y)\n    opt.zero_grad()\n"
-        "    loss.backward()\n    opt.step()",
         "import torch\nmodel = model.to('npu')\ndef train(loader):\n    for x, y in loader:\n"
         "        loss = crit(model(x), y)\n        loss.backward(retain_graph=True)\n        optimizer.step()",
         # a per-step function called from the loop elsewhere
@@ -128,10 +136,10 @@ class NoMixedPrecision(Rule):
         "import torch\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n    opt.step()",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._first_backward: Optional[ast.Call] = None
         self._optimizer_step = False
+        ctx = self.ctx
         self._evidence = any(ctx.imports(m) for m in AMP_MODULES)
         # only PyTorch training code: not MindSpore (or a torch API layer over it)
         self._skip = not (ctx.imports("torch") or ctx.imports("torch_npu")) or ctx.imports("mindspore")

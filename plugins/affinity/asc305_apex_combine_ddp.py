@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import FrozenSet, List, Tuple
 
-from ascend_lint.rule import Docs, Rule
+from ascend_lint.rule import Case, Docs, Rule
 
 from .asc303_amp_combine_grad import combine_allowed, flag_state, is_amp_initialize, trains
 
@@ -51,9 +51,16 @@ class ApexCombineDdp(Rule):
         fix_safety="No fix: the framework DDP wrapper (and any `model.module` access) must be removed by hand.",
         source="Ascend apex README.zh.md and patch/npu.patch (combine_ddp, ddp_replica_count).",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            from apex import amp
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            model, opt = amp.initialize(model, opt, opt_level='O2', combine_grad=True)
+            model = DDP(model)
+            """, line=4, message_contains="apex `amp.initialize` in a file that wraps the model in"),
+    )
     flagged = (
-        "import torch_npu\nfrom apex import amp\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
-        "model, opt = amp.initialize(model, opt, opt_level='O2', combine_grad=True)\nmodel = DDP(model)",
         "import torch, torch_npu\nfrom apex import amp\ndef main():\n"
         "    model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])\n"
         "    model, opt = amp.initialize(model, opt, combine_ddp=None)",
@@ -79,8 +86,7 @@ class ApexCombineDdp(Rule):
         "model = torch.nn.parallel.DistributedDataParallel(model)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._initializes: List[Tuple[ast.Call, Branches]] = []
         self._ddps: List[Branches] = []
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Set
 
-from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import argument
+from ascend_lint.rule import Case, Docs, Rule
+from ascend_lint.astutil import argument, callee_name
 
 from .asc301_fused_optimizer import FUSED_CLIP_METHODS, imported_fused, is_fused_optimizer
 
@@ -24,7 +24,7 @@ def clips_everything(node: Optional[ast.expr]) -> bool:
     if not isinstance(node, ast.Call):
         return False
     func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    name = callee_name(node)
     if name == "master_params":
         return True
     if name != "parameters" or not isinstance(func, ast.Attribute):
@@ -73,9 +73,14 @@ class FusedClipGradNorm(Rule):
         source="torch_npu/optim/npu_fused_optim_base.py (clip_grad_norm_fused_); Ascend apex README.zh.md "
                "(clip_optimizer_grad_norm_fused); msprof-analyze advisor timeline_fusion_ops.yaml.",
     )
+    cases = (
+        Case("""
+            import torch, torch_npu
+            opt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            """, line=3, message_contains="`torch.nn.utils.clip_grad_norm_` with an NPU fused optimizer"),
+    )
     flagged = (
-        "import torch, torch_npu\nopt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)\n"
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)",
         "import torch_npu\nfrom torch.nn.utils import clip_grad_norm_\nfrom apex.optimizers import NpuFusedAdam\n"
         "def main():\n    optimizer = NpuFusedAdam(model.parameters(), lr=1e-3)\n    train(optimizer)\n"
         "def train(optimizer):\n    clip_grad_norm_(model.parameters(), 1.0)",
@@ -106,8 +111,7 @@ class FusedClipGradNorm(Rule):
         "torch.nn.utils.clip_grad_value_(ps, 1.0)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._clips: List[ast.Call] = []
         self._fused: Optional[str] = None  # the first fused optimizer's qualified name
         self._owners: Set[str] = set()
@@ -115,8 +119,7 @@ class FusedClipGradNorm(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        name = callee_name(node)
         if name in FUSED_CLIP_METHODS:
             self._fused_clip = True
             return

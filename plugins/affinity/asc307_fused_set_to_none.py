@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule, Severity
-from ascend_lint.analysis.semantic import argument, constant, receiver_name
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule, Severity
+from ascend_lint.astutil import argument, constant, receiver_name
 
 from .._safety import Ancestry, failure_caught
 from .asc301_fused_optimizer import imported_fused, is_fused_optimizer, is_plain_optimizer
@@ -62,9 +62,19 @@ class FusedOptimizerSetToNone(Rule):
         source="torch_npu/optim/npu_fused_optim_base.py (zero_grad); Ascend apex README.zh.md (zero_grad patch "
                "with combine_grad).",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            opt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)
+            opt.zero_grad(set_to_none=True)
+            """, line=3, message_contains="`opt.zero_grad(set_to_none=True)` on an NPU fused optimizer",
+             fixed="""
+            import torch_npu
+            opt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)
+            opt.zero_grad(set_to_none=False)
+            """),
+    )
     flagged = (
-        "import torch_npu\nopt = torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1)\n"
-        "opt.zero_grad(set_to_none=True)",
         "from torch_npu.optim import NpuFusedAdamW\nclass Trainer:\n    def __init__(self, model):\n"
         "        self.optimizer = NpuFusedAdamW(model.parameters())\n    def step(self, loss):\n"
         "        self.optimizer.zero_grad(True)\n        loss.backward()",
@@ -101,13 +111,12 @@ class FusedOptimizerSetToNone(Rule):
         "import torch_npu\nopt = torch_npu.optim.NpuFusedSGD(ps, lr=0.1)\nopt.zero_grad(set_to_none=args.none)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._pending: List[Tuple[ast.Call, ast.expr, str]] = []  # (call, set_to_none arg, receiver kind)
         self._fused_built = False
         self._plain_built = False
         self._combine_grad = False
-        self._ancestry = Ancestry(ctx.tree)  # parent links, built only if a fused optimizer's fix is decided
+        self._ancestry = Ancestry(self.ctx.tree)  # parent links, built only if a fused optimizer's fix is decided
 
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx

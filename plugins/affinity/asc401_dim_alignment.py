@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, Tuple
 
-from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import argument
+from ascend_lint.rule import Case, Docs, Rule
+from ascend_lint.astutil import argument, callee_name
 
 _IN_OUT = (("in_channels", 0), ("out_channels", 1))
 # layer class -> the (keyword, position) of each dimension argument that is checked
@@ -83,8 +83,14 @@ class DimNotAligned(Rule):
                "up); `mindspore.ops.MatMul` API docs; NC1HWC0 (5HD) format definition, C0 = 16; "
                "ShuffleNetV2 on Ascend 910 tuning case.",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            from torch import nn
+            fc = nn.Linear(2048, 1000)
+            """, line=3, message_contains="1000 (`out_features` of `nn.Linear`) is not a multiple of 16"),
+    )
     flagged = (
-        "import torch_npu\nfrom torch import nn\nfc = nn.Linear(2048, 1000)",
         "import torch_npu\nimport torch\nfc = torch.nn.Linear(1000, 2048)",
         "import torch_npu\nimport torch.nn as nn\nNUM_CLASSES = 1000\nfc = nn.Linear(2048, NUM_CLASSES)",
         "import torch_npu\nimport torch.nn as nn\nstem = nn.Conv2d(3, 24, 3, 2, 1, bias=False)",
@@ -138,7 +144,7 @@ class DimNotAligned(Rule):
                 arg = argument(node, name, pos)
                 if arg is not None:
                     self._check(arg, f"`{name}` of `{layer}`")
-        callee = qual or _callee_name(node.func)
+        callee = qual or callee_name(node)
         if callee.rsplit(".", 1)[-1].startswith("load"):
             return  # load_pretrained(..., num_classes=1000) reads a checkpoint's head, it builds nothing
         for kw in node.keywords:
@@ -172,9 +178,3 @@ class DimNotAligned(Rule):
             if name in scope.params:
                 return "parameter"
         return "module"
-
-
-def _callee_name(func: ast.AST) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""

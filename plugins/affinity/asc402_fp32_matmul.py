@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Sequence, Set, Tuple
 
-from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import argument, constant, method_name
+from ascend_lint.rule import Case, Docs, Rule
+from ascend_lint.astutil import argument, callee_name, constant, contains, method_name
 
 TORCH_MATMULS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.nn.functional.linear"})
 MS_FUNCTIONS = frozenset({"mindspore.ops.matmul", "mindspore.ops.functional.matmul"})
@@ -107,8 +107,18 @@ class Fp32Matmul(Rule):
                "`amp_level`); Ascend apex README (`amp.register_float_function`); "
                "`mindspore.amp.auto_mixed_precision` API docs.",
     )
+    cases = (
+        Case("""
+            import torch
+            y = torch.matmul(x.float(), w)
+            """, line=2, message_contains="`torch.matmul` multiplies an operand cast to float32, which"),
+        Case("""
+            import mindspore as ms
+            from mindspore import ops
+            y = ops.matmul(x.astype(ms.float32), w)
+            """, line=3, message_contains="`mindspore.ops.matmul` multiplies an operand cast to float32,"),
+    )
     flagged = (
-        "import torch\ny = torch.matmul(x.float(), w)",
         "import torch\ny = torch.mm(a, b.float().t())",
         "import torch\ny = torch.bmm(q.to(torch.float32), k)",
         "import torch\ny = torch.bmm(q.to(dtype=torch.float32), k)",
@@ -118,7 +128,6 @@ class Fp32Matmul(Rule):
         "import torch.nn.functional as F\ny = F.linear(x.float(), w)",
         "import torch\ny = x.float().matmul(w)",
         "import torch\nfrom apex import amp\namp.register_float_function(torch, 'bmm')",
-        "import mindspore as ms\nfrom mindspore import ops\ny = ops.matmul(x.astype(ms.float32), w)",
         "import mindspore\nfrom mindspore import ops\nfrom mindspore import dtype as mstype\n"
         "cast = ops.Cast()\ny = ops.MatMul()(cast(x, mstype.float32), w)",
         # (a): a Cell with a MatMul in a training script that never casts to fp16
@@ -203,8 +212,7 @@ class Fp32Matmul(Rule):
         "from mindspore import ops, Model\ny = ops.matmul(x, w)\nmodel = Model(net, loss_fn, opt)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self.cell_matmuls: List[Tuple[ast.AST, str]] = []  # (MatMul in a Cell, the Cell's class name)
         self.casts_fp16 = False
         self.trains = False
@@ -318,8 +326,7 @@ class Fp32Matmul(Rule):
                 expr = item.context_expr
                 if not isinstance(expr, ast.Call):
                     continue
-                func = expr.func
-                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                name = callee_name(expr)
                 if "autocast" in name.lower() and constant(argument(expr, "enabled"), True) is False:
                     return True
         return False
@@ -336,7 +343,7 @@ class Fp32Matmul(Rule):
                 return True
             bound = ctx.binding_before(op.id, op) if isinstance(op, ast.Name) else None
             if bound is not None and bound.stmt is not None and any(
-                    _inside(switch, bound.stmt) for switch in self.fp32_switches):
+                    contains(switch, bound.stmt) for switch in self.fp32_switches):
                 return True  # `if self.upcast_attention: q = q.float()`
         stmt = next((n for n in reversed(ctx.stack) if isinstance(n, ast.stmt)), None)
         targets = stmt.targets if isinstance(stmt, ast.Assign) else []
@@ -376,38 +383,48 @@ class Fp32Matmul(Rule):
 
     def _bits(self, expr: ast.expr) -> Optional[int]:
         """32 / 16 when `expr` is explicitly cast to float32 / a 16-bit float, else None."""
-        node = expr
+        node: Optional[ast.expr] = expr
         for _ in range(8):
-            if isinstance(node, ast.Name):
-                bound = self.ctx.binding_before(node.id, node)  # `x = x.float()`: the x before it
-                if bound is None or bound.index is not None or bound.value is None:
+            if isinstance(node, ast.Call):
+                bits, node = self._call_bits(node)
+                if node is None:
+                    return bits
+            else:
+                node = self._read_through(node)
+                if node is None:
                     return None
-                node = bound.value
-                continue
-            if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
-                node = node.value
-                continue
-            if isinstance(node, ast.Subscript):
-                node = node.value
-                continue
-            if not isinstance(node, ast.Call):
-                return None
-            func = node.func
-            if isinstance(func, ast.Attribute) and self.ctx.qualname(func) is None:
-                if func.attr == "float" and not node.args and not node.keywords:
-                    return 32
-                if func.attr in ("half", "bfloat16") and not node.args:
-                    return 16
-                if func.attr in CAST_METHODS:
-                    return self._dtype_bits(list(node.args) + [k.value for k in node.keywords])
-                if func.attr in KEEP_DTYPE:
-                    node = func.value
-                    continue
-            if self._is_cast(node):
-                return self._dtype_bits(node.args[1:2])
-            dtype = argument(node, "dtype")
-            return self._dtype_bits([dtype]) if dtype is not None else None
         return None
+
+    def _read_through(self, node: ast.expr) -> Optional[ast.expr]:
+        """What a local name was bound to, the matrix of `.T`/`.mT`, the value subscripted; None for anything
+        else or an unknown binding."""
+        if isinstance(node, ast.Name):
+            bound = self.ctx.binding_before(node.id, node)  # `x = x.float()`: the x before it
+            if bound is None or bound.index is not None or bound.value is None:
+                return None
+            return bound.value
+        if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+            return node.value
+        if isinstance(node, ast.Subscript):
+            return node.value
+        return None
+
+    def _call_bits(self, node: ast.Call) -> Tuple[Optional[int], Optional[ast.expr]]:
+        """`_bits` of a call: (bits, None), or (None, the tensor) for an op that keeps the dtype."""
+        func = node.func
+        if isinstance(func, ast.Attribute) and self.ctx.qualname(func) is None:
+            if func.attr == "float" and not node.args and not node.keywords:
+                return 32, None
+            if func.attr in ("half", "bfloat16") and not node.args:
+                return 16, None
+            if func.attr in CAST_METHODS:
+                return self._dtype_bits(list(node.args) + [k.value for k in node.keywords]), None
+            if func.attr in KEEP_DTYPE:
+                return None, func.value
+        if self._is_cast(node):
+            return self._dtype_bits(node.args[1:2]), None
+        dtype = argument(node, "dtype")
+        return (self._dtype_bits([dtype]) if dtype is not None else None), None
 
     def _dtype_bits(self, values: Sequence[ast.expr]) -> Optional[int]:
         for value in values:
@@ -515,8 +532,3 @@ def _last_name(node: ast.expr) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
-
-
-def _inside(outer: ast.AST, inner: ast.AST) -> bool:
-    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))

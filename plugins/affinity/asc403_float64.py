@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ascend_lint.rule import Docs, Rule
+from ascend_lint.rule import Case, Docs, Rule
 
 TORCH_F64 = frozenset({"torch.float64", "torch.double"})
 MS_F64 = frozenset({"mindspore.float64", "mindspore.double", "mindspore.dtype.float64", "mindspore.dtype.double"})
@@ -59,8 +59,13 @@ class Float64OnNpu(Rule):
         source="`mindspore.ops.MatMul` API docs (float64 unsupported on Ascend); torch_npu "
                "`contrib/transfer_to_npu.py` (DoubleTensor); msprof-analyze advisor AI CPU rules.",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            acc = logits.argmax(1).eq(target).double().mean()
+            """, line=2, message_contains="`.double()` makes a float64 tensor, which Ascend cannot compute"),
+    )
     flagged = (
-        "import torch_npu\nacc = logits.argmax(1).eq(target).double().mean()",
         "import torch_npu\nmodel = Net().double()",
         "import torch, torch_npu\nx = torch.zeros(4, dtype=torch.float64, device='npu')",
         "import torch, torch_npu\nx = torch.tensor(values, dtype=torch.float64).npu()",

@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import constant
+from ascend_lint.rule import Case, Docs, Rule
+from ascend_lint.astutil import callee_name, constant
 
 SHAPE_OPS = frozenset({"nonzero", "masked_select", "unique", "argwhere"})
 SHAPE_FUNCTIONS = frozenset({f"torch.{op}" for op in SHAPE_OPS} | {f"mindspore.ops.{op}" for op in SHAPE_OPS}
@@ -67,8 +67,15 @@ class DynamicShapeInForward(Rule):
         source="Ascend msprof-analyze AI CPU operator replacement guide (IndexPut: 9.64 ms vs 0.175 ms); "
                "CANN 6.0.1 PyTorch migration guide, \"dynamic shape\"; CANN 7.0 dynamic-shape tuning case.",
     )
+    cases = (
+        Case("""
+            import torch
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return torch.nonzero(x > 0)
+            """, line=4, message_contains="`torch.nonzero` in `forward` has a data-dependent shape, which"),
+    )
     flagged = (
-        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return torch.nonzero(x > 0)",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.nonzero()",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, m):\n"
         "        return torch.masked_select(x, m)",
@@ -177,24 +184,32 @@ class DynamicShapeInForward(Rule):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
             return self._is_mask(node.left, depth + 1) or self._is_mask(node.right, depth + 1)
         if isinstance(node, ast.Name):
-            bound = self.ctx.binding_before(node.id, node)
-            if bound is not None and bound.index is None and bound.value is not None:
-                # a known local value decides, then the name
-                if self._is_mask(bound.value, depth + 1):
-                    return True
-                if _is_index(bound.value):
-                    return False
-            return _mask_name(node.id)
+            return self._mask_held(node, depth)
         if isinstance(node, ast.Call):
-            func = node.func
-            qual = self.ctx.call_name(node)
-            if qual is not None:
-                return qual.startswith(("torch.", "mindspore.ops.")) and qual.rsplit(".", 1)[-1] in PREDICATES
-            if isinstance(func, ast.Attribute):
-                if func.attr in PREDICATES:
-                    return True
-                if func.attr in ("to", "type", "astype"):
-                    return any(self.ctx.qualname(a) in BOOL_DTYPES for a in node.args)
+            return self._mask_call(node)
+        return False
+
+    def _mask_held(self, node: ast.Name, depth: int) -> bool:
+        """A local name: its known value decides, then the name (`mask`, `keep`, ...)."""
+        bound = self.ctx.binding_before(node.id, node)
+        if bound is not None and bound.index is None and bound.value is not None:
+            if self._is_mask(bound.value, depth + 1):
+                return True
+            if _is_index(bound.value):
+                return False
+        return _mask_name(node.id)
+
+    def _mask_call(self, node: ast.Call) -> bool:
+        """A predicate (`torch.isnan(x)`, `x.eq(0)`) or a cast to bool."""
+        func = node.func
+        qual = self.ctx.call_name(node)
+        if qual is not None:
+            return qual.startswith(("torch.", "mindspore.ops.")) and qual.rsplit(".", 1)[-1] in PREDICATES
+        if isinstance(func, ast.Attribute):
+            if func.attr in PREDICATES:
+                return True
+            if func.attr in ("to", "type", "astype"):
+                return any(self.ctx.qualname(a) in BOOL_DTYPES for a in node.args)
         return False
 
     def _method(self) -> str:
@@ -244,8 +259,7 @@ def _is_index(node: ast.AST) -> bool:
     while isinstance(node, ast.Subscript):
         node = node.value
     if isinstance(node, ast.Call):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        name = callee_name(node)
         return name in INDEX_PRODUCERS
     return False
 

@@ -6,9 +6,8 @@ import re
 from collections import Counter
 from typing import List, Optional, Tuple
 
-from ascend_lint.analysis.summary import call_text
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import argument, constant, has_star_args
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
+from ascend_lint.astutil import argument, callee_name, constant, dotted_name, has_star_args
 
 # MindSpore callables with an `async_save` parameter -> its positional index
 MS_SAVE_CONFIG = {"CheckpointConfig": 5}
@@ -77,6 +76,16 @@ class SyncCheckpointSave(Rule):
         source="MindSpore performance tuning notes (async checkpoint saving, 2450 vs 2200 img/s); "
                "`mindspore.train.CheckpointConfig` and `mindspore.save_checkpoint` API docs.",
     )
+    cases = (
+        Case("""
+            from mindspore.train import CheckpointConfig
+            cfg = CheckpointConfig(save_checkpoint_steps=100)
+            """, line=2, message_contains="`CheckpointConfig` saves checkpoints synchronously",
+             fixed="""
+            from mindspore.train import CheckpointConfig
+            cfg = CheckpointConfig(save_checkpoint_steps=100, async_save=True)
+            """),
+    )
     flagged = (
         "from mindspore.train import CheckpointConfig\ncfg = CheckpointConfig(save_checkpoint_steps=100)",
         "import mindspore as ms\ncfg = ms.CheckpointConfig(keep_checkpoint_max=5, async_save=False)",
@@ -125,8 +134,7 @@ class SyncCheckpointSave(Rule):
         "    torch.save(opt.state_dict(), tmp_path)",  # one step, then one save: no loop
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._pending: List[Tuple[ast.Call, Optional[ast.expr], str, str]] = []
         self._loads: Optional[bool] = None  # the file reads a checkpoint back somewhere (decides the fix)
         self._names_passed: Optional[Counter] = None  # names / dotted names passed to calls (path reuse)
@@ -190,16 +198,16 @@ class SyncCheckpointSave(Rule):
         """Does the file load a checkpoint, or pass the path this call saves to to another call?"""
         if self._loads is None:  # (whole-file facts: looked at once, only where a fix is to be decided)
             self._loads = _may_load(self.ctx.text) and any(
-                LOAD_NAME_RE.fullmatch(_called(c)) for c in self.ctx.calls())
+                LOAD_NAME_RE.fullmatch(callee_name(c)) for c in self.ctx.calls())
         if self._loads:
             return True
-        name = _dotted(argument(call, "ckpt_file_name", 1))
+        name = dotted_name(argument(call, "ckpt_file_name", 1)) or ""
         if not name or not _may_pass_again(self.ctx.text, name):
             return False
         if self._names_passed is None:
             self._names_passed = Counter(
                 passed for c in self.ctx.calls() for arg in c.args + [kw.value for kw in c.keywords]
-                for passed in (_dotted(arg),) if passed)
+                for passed in (dotted_name(arg),) if passed)
         return self._names_passed[name] > 1
 
     def _fix(self, call: ast.Call, value: Optional[ast.expr]) -> Optional[Fix]:
@@ -252,12 +260,6 @@ def _callback_base(qual: Optional[str]) -> bool:
         ("Callback", "ModelCheckpoint", "CallBack"))
 
 
-def _called(call: ast.Call) -> str:
-    """The name a call is made by: `load_checkpoint` for `ms.load_checkpoint(...)`; '' for anything else."""
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-
-
 # Every name of the tree of an ASCII text is spelled whole in it: a text without a word that LOAD_NAME_RE takes
 # calls no load, and one whose last name of `path` occurs only once (in the save) passes it to no other call.
 _LOAD_WORD_RE = re.compile(r"(?:load|restore|resume)[a-z0-9_]*")  # (in the lower-cased text)
@@ -288,8 +290,3 @@ def _file_names(expr: ast.AST) -> List[str]:
     return [n.value.rsplit("/", 1)[-1] for n in ast.walk(expr)
             if isinstance(n, ast.Constant) and isinstance(n.value, str)
             and re.search(r"\.[A-Za-z0-9]+$", n.value.rsplit("/", 1)[-1])]
-
-
-def _dotted(node: Optional[ast.AST]) -> str:
-    """`path` / `self.best_path` as a dotted string; '' for anything else."""
-    return (call_text(node) if node is not None else None) or ""

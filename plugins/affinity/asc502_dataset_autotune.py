@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import List
 
-from ascend_lint.rule import Docs, Rule
-from ascend_lint.analysis.semantic import argument, constant, method_name
+from ascend_lint.rule import Case, Docs, Rule
+from ascend_lint.astutil import argument, constant, method_name
 
 TRAIN_METHODS = frozenset({"train", "fit"})
 AUTOTUNE = "set_enable_autotune"
@@ -48,9 +48,14 @@ class DatasetAutotuneOff(Rule):
         source="MindSpore performance tuning notes (dataset AutoTune, sink mode only); "
                "`mindspore.dataset.config.set_enable_autotune` API docs (off by default).",
     )
+    cases = (
+        Case("""
+            import mindspore.dataset as ds
+            data = ds.MnistDataset(path).batch(32)
+            model.train(10, data, dataset_sink_mode=True)
+            """, line=3, message_contains="training with `dataset_sink_mode=True` on a `mindspore.dataset`"),
+    )
     flagged = (
-        "import mindspore.dataset as ds\ndata = ds.MnistDataset(path).batch(32)\n"
-        "model.train(10, data, dataset_sink_mode=True)",
         "from mindspore import dataset as de\nmodel.fit(10, train_ds, eval_ds, dataset_sink_mode=True)",
         "import mindspore as ms\ndata = ms.dataset.GeneratorDataset(source, ['x'])\n"
         "model.train(1, data, dataset_sink_mode=True)",
@@ -71,8 +76,7 @@ class DatasetAutotuneOff(Rule):
         "model.train(10, create_dataset(), dataset_sink_mode=True)",  # no mindspore.dataset here
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self.sink_calls: List[ast.Call] = []
         self.builds_pipeline = False
         self.autotune = False

@@ -10,7 +10,8 @@ import ast
 from typing import Callable, ClassVar, FrozenSet, List, NamedTuple, Optional, Tuple
 
 from ascend_lint.rule import Rule
-from ascend_lint.analysis.semantic import FileContext, argument, constant, keyword
+from ascend_lint.analysis.semantic import FileContext
+from ascend_lint.astutil import argument, constant, keyword
 
 from ._reach import encloses, function_defs
 
@@ -18,7 +19,7 @@ from ._reach import encloses, function_defs
 Lookup = Callable[[ast.Name], Optional[Tuple[ast.expr, Optional[int], Optional[ast.stmt]]]]
 CASTS = frozenset({"to", "float", "half", "bfloat16", "type", "type_as", "contiguous", "astype"})
 MAX_STEPS = 8
-_NAME_HANDLERS = frozenset({"visit_Attribute", "visit_Name", "visit_ImportFrom"})  # FusionRule's, for fused ops
+_NAME_HANDLERS = ("visit_Attribute", "visit_Name", "visit_ImportFrom")  # FusionRule's, for fused ops
 
 
 class FusionRule(Rule):
@@ -30,12 +31,14 @@ class FusionRule(Rule):
     fused_ops: ClassVar[FrozenSet[str]] = frozenset()  # names of the fused op(s)
     fused_markers: ClassVar[Tuple[str, ...]] = ()  # substrings that name a fused op family (flash_attn...)
 
-    def __init__(self, ctx: FileContext, options=None) -> None:
-        super().__init__(ctx, options)
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        names = tuple(sorted(cls.fused_ops)) + cls.fused_markers  # the name handlers look for these alone
+        cls.handler_triggers = {handler: names for handler in _NAME_HANDLERS}
+
+    def start_file(self) -> None:
         self._pending: List[Tuple[ast.AST, str]] = []
         self._fused_seen = False
-        if ctx.text.isascii() and not any(map(ctx.occurs, tuple(self.fused_ops) + self.fused_markers)):
-            self.idle_handlers = _NAME_HANDLERS  # no name can be a fused op's (an ASCII text spells them all)
 
     def _fused(self, name: str) -> bool:
         return name in self.fused_ops or (bool(self.fused_markers) and any(m in name for m in self.fused_markers))
@@ -357,27 +360,40 @@ def _full(node: ast.expr) -> bool:
 
 def halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) -> Optional[ast.expr]:
     """X when `first` is the first and `second` the second half of X along the last dim."""
-    # a, b = X.chunk(2, dim=-1)
-    if isinstance(first, ast.Name) and isinstance(second, ast.Name):
-        a, b = look(first), look(second)
-        if a is not None and b is not None and a[2] is b[2] and a[2] is not None and (a[1], b[1]) == (0, 1):
-            target = a[2].targets[0] if isinstance(a[2], ast.Assign) else None
-            pieces = len(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else 0
-            source = _chunk_source(ctx, a[0], pieces)
-            if source is not None:
-                return source
-    # c = X.chunk(2, -1); c[0], c[1]
+    return (_unpacked_halves(ctx, look, first, second) or _indexed_halves(ctx, look, first, second)
+            or _sliced_halves(look, first, second))
+
+
+def _unpacked_halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) -> Optional[ast.expr]:
+    """`a, b = X.chunk(2, dim=-1)`: X for the names `a` and `b`."""
+    if not (isinstance(first, ast.Name) and isinstance(second, ast.Name)):
+        return None
+    a, b = look(first), look(second)
+    if a is None or b is None or a[2] is not b[2] or a[2] is None or (a[1], b[1]) != (0, 1):
+        return None
+    target = a[2].targets[0] if isinstance(a[2], ast.Assign) else None
+    pieces = len(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else 0
+    return _chunk_source(ctx, a[0], pieces)
+
+
+def _indexed_halves(ctx: FileContext, look: Lookup, first: ast.expr, second: ast.expr) -> Optional[ast.expr]:
+    """`c = X.chunk(2, -1)`: X for `c[0]` and `c[1]`."""
     if isinstance(first, ast.Subscript) and isinstance(second, ast.Subscript):
         if constant(first.slice) == 0 and constant(second.slice) == 1 and same(first.value, second.value):
             return _chunk_source(ctx, resolve(look, first.value), 0)  # pieces of a split unknown: chunk only
-    # X[..., :h] and X[..., h:]
+    return None
+
+
+def _sliced_halves(look: Lookup, first: ast.expr, second: ast.expr) -> Optional[ast.expr]:
+    """X for `X[..., :h]` and `X[..., h:]`."""
     one = _last_axis_slice(resolve(look, first))
     two = _last_axis_slice(resolve(look, second))
-    if one is not None and two is not None and same(one[0], two[0]):
-        s1, s2 = one[1], two[1]
-        if (s1.lower is None and s1.upper is not None and s2.upper is None and s2.lower is not None
-                and s1.step is None and s2.step is None and same(s1.upper, s2.lower)):
-            return one[0]
+    if one is None or two is None or not same(one[0], two[0]):
+        return None
+    s1, s2 = one[1], two[1]
+    if (s1.lower is None and s1.upper is not None and s2.upper is None and s2.lower is not None
+            and s1.step is None and s2.step is None and same(s1.upper, s2.lower)):
+        return one[0]
     return None
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
-from ascend_lint.rule import Docs
+from ascend_lint.rule import Case, Docs
 
 from ._match import (CASTS, FusionRule, Lookup, ctx_lookup, is_last_dim, peel, qual_or_method, resolve, same,
                      square_base, src, src_at, uncast)
 from ._reach import following
-from ascend_lint.analysis.semantic import argument, constant
+from ascend_lint.astutil import argument, constant
 
 
 class HandwrittenRmsNorm(FusionRule):
@@ -65,8 +65,15 @@ class HandwrittenRmsNorm(FusionRule):
                "advisor rules timeline_fusion_ops.yaml.",
     )
     _HEAD = "import torch\nimport torch_npu\n"
+    cases = (
+        Case("""
+            import torch
+            import torch_npu
+            def f(x, eps):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+            """, line=4, message_contains="hand-written RMSNorm runs as separate pow/mean/add/rsqrt/mul"),
+    )
     flagged = (
-        _HEAD + "def f(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)",
         _HEAD + "def f(x, w, eps):\n"
         "    variance = x.pow(2).mean(-1, keepdim=True)\n    x = x * torch.rsqrt(variance + eps)\n    return w * x",
         _HEAD + "def f(x, eps):\n    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps)",
@@ -92,8 +99,8 @@ class HandwrittenRmsNorm(FusionRule):
         "    r = torch.rsqrt(x.square().mean(-1, keepdim=True) + eps)\n    return F.linear(x, w) * r",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
+        super().start_file()
         self._factors: Dict[int, Tuple[ast.expr, ast.expr]] = {}  # id(rsqrt call bound to a name) -> (x, eps)
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
-from ascend_lint.rule import Docs
-from ascend_lint.analysis.semantic import argument, constant
+from ascend_lint.rule import Case, Docs
+from ascend_lint.astutil import argument, constant
 
 from ._match import FusionRule, Lookup, body_lookup, ctx_lookup, halves, is_last_dim, resolve, same, src
 
@@ -72,8 +72,18 @@ class HandwrittenRotaryEmbedding(FusionRule):
     )
     _HALF = ("import torch\nimport torch_npu\n"
              "def rotate_half(x):\n    x1, x2 = x.chunk(2, dim=-1)\n    return torch.cat((-x2, x1), dim=-1)\n")
+    cases = (
+        Case("""
+            import torch
+            import torch_npu
+            def rotate_half(x):
+                x1, x2 = x.chunk(2, dim=-1)
+                return torch.cat((-x2, x1), dim=-1)
+            def rope(q, cos, sin):
+                return q * cos + rotate_half(q) * sin
+            """, line=7, message_contains="hand-written rotary embedding runs as separate"),
+    )
     flagged = (
-        _HALF + "def rope(q, cos, sin):\n    return q * cos + rotate_half(q) * sin",
         _HALF + "def rope(q, cos, sin):\n    return (rotate_half(q) * sin) + (cos * q)",
         "import torch\nimport torch_npu\ndef rotate_half(t):\n    a = t[..., : t.shape[-1] // 2]\n"
         "    b = t[..., t.shape[-1] // 2 :]\n    return torch.cat([-b, a], dim=-1)\n"
@@ -104,8 +114,8 @@ class HandwrittenRotaryEmbedding(FusionRule):
         "def f(q, cos, sin):\n    return q * cos + rot(q) * sin",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
+        super().start_file()
         self._rotators: Dict[int, Optional[str]] = {}
 
     def visit_BinOp(self, node: ast.BinOp) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 
-from ascend_lint.rule import Docs
+from ascend_lint.rule import Case, Docs
 
 from ._match import FusionRule, gated, src, src_at
 
@@ -53,8 +53,17 @@ class HandwrittenSwiglu(FusionRule):
                "rules timeline_fusion_ops.yaml.",
     )
     _IMPORTS = "import torch\nimport torch.nn.functional as F\nimport torch_npu\n"
+    cases = (
+        Case("""
+            import torch
+            import torch.nn.functional as F
+            import torch_npu
+            def f(x):
+                a, b = x.chunk(2, dim=-1)
+                return F.silu(a) * b
+            """, line=6, message_contains="hand-written SwiGLU runs as separate split/silu/mul kernels on"),
+    )
     flagged = (
-        _IMPORTS + "def f(x):\n    a, b = x.chunk(2, dim=-1)\n    return F.silu(a) * b",
         _IMPORTS + "def f(x):\n    a, b = torch.chunk(x, 2, dim=-1)\n    return b * torch.nn.functional.silu(a)",
         _IMPORTS + "def f(x):\n    x = torch.chunk(x, 2, dim=-1)\n    return F.silu(x[0]) * x[1]",
         _IMPORTS + "def f(x, h):\n    return F.silu(x[..., :h]) * x[..., h:]",

@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Callable, List, Optional, Tuple, TypeVar
 
-from ascend_lint.rule import Docs
-from ascend_lint.analysis.semantic import argument, constant
+from ascend_lint.rule import Case, Docs
+from ascend_lint.astutil import argument, constant
 
 from ._match import (MAX_STEPS, FusionRule, Lookup, alternatives, ctx_lookup, is_last_dim, peel, resolve, src,
                      uncast)
@@ -122,8 +122,17 @@ class HandwrittenAttention(FusionRule):
                "timeline_fusion_ops.yaml.",
     )
     _IMPORTS = "import math\nimport torch\nimport torch.nn.functional as F\nimport torch_npu\n"
+    cases = (
+        Case("""
+            import math
+            import torch
+            import torch.nn.functional as F
+            import torch_npu
+            def f(q, k, v, d):
+                return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1) @ v
+            """, line=6, message_contains="hand-written attention runs as separate matmul/softmax/matmul"),
+    )
     flagged = (
-        _IMPORTS + "def f(q, k, v, d):\n    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1) @ v",
         _IMPORTS + "def f(q, k, v, scale, mask):\n    s = torch.matmul(q, k.transpose(-1, -2)) * scale\n"
         "    s = s + mask\n    p = F.softmax(s, dim=-1)\n    p = F.dropout(p, 0.1)\n    return torch.matmul(p, v)",
         _IMPORTS + "def f(q, k, v, mask):\n    w = (q @ k.mT).masked_fill(mask, float('-inf'))\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 
-from ascend_lint.rule import Docs
+from ascend_lint.rule import Case, Docs
 
 from ._match import FusionRule, gated, src_at
 
@@ -53,8 +53,17 @@ class HandwrittenGeglu(FusionRule):
                "rules timeline_fusion_ops.yaml.",
     )
     _IMPORTS = "import torch\nimport torch.nn.functional as F\nimport torch_npu\n"
+    cases = (
+        Case("""
+            import torch
+            import torch.nn.functional as F
+            import torch_npu
+            def f(self, x):
+                h, gate = self.proj(x).chunk(2, dim=-1)
+                return h * F.gelu(gate)
+            """, line=6, message_contains="hand-written GEGLU runs as separate split/gelu/mul kernels on"),
+    )
     flagged = (
-        _IMPORTS + "def f(self, x):\n    h, gate = self.proj(x).chunk(2, dim=-1)\n    return h * F.gelu(gate)",
         _IMPORTS + "def f(x):\n    a, b = x.chunk(2, dim=-1)\n    return F.gelu(a, approximate='tanh') * b",
         _IMPORTS + "def f(x):\n    c = torch.chunk(x, 2, -1)\n    return torch.nn.GELU()(c[0]) * c[1]",
     )

@@ -7,8 +7,9 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Edit, Fix
 from ascend_lint.analysis.semantic import FileContext
+from ascend_lint.astutil import callee_name
 
-from .._safety import called_name as _called_name, failure_caught
+from .._safety import failure_caught
 
 from .device_tests import device_test
 
@@ -160,7 +161,7 @@ def dispatches_elsewhere(node: ast.AST, cuda_tests: bool = True) -> bool:
             return True
         if isinstance(sub, ast.Attribute) and sub.attr == "is_cuda" and cuda_tests:
             return True
-        if isinstance(sub, ast.Call) and GPU_PROBE_RE.fullmatch(_called_name(sub)):
+        if isinstance(sub, ast.Call) and GPU_PROBE_RE.fullmatch(callee_name(sub)):
             return True
         words, is_string = _words(sub)
         if words & (OTHER_STRING_WORDS if is_string else OTHER_NAME_WORDS):
@@ -244,7 +245,7 @@ def _feature_test(ctx: FileContext, test: ast.AST) -> bool:
     optional = cuda_only_names(ctx)
     for sub in ast.walk(test):
         if isinstance(sub, ast.Call):
-            if _name_words(_called_name(sub)) & PROBE_FEATURE_WORDS:
+            if _name_words(callee_name(sub)) & PROBE_FEATURE_WORDS:
                 return True
             continue
         name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
@@ -470,7 +471,7 @@ def checks_for_npu(ctx: FileContext, func: ast.AST) -> bool:
     for sub in ast.walk(func):  # a bounded look at the enclosing function, once per function
         if isinstance(sub, ast.Call):
             qual = ctx.qualname(sub.func)
-            if qual == "torch.npu.is_available" or NPU_PROBE_RE.search(qual or _called_name(sub)):
+            if qual == "torch.npu.is_available" or NPU_PROBE_RE.search(qual or callee_name(sub)):
                 return True
         elif isinstance(sub, ast.Import):
             if any(alias.name.split(".")[0] == "torch_npu" for alias in sub.names):

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import ast
 from typing import Dict
-from ascend_lint.rule import Applicability, Docs, Edit, Rule
-from ascend_lint.analysis.semantic import argument, constant
+
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Rule
+from ascend_lint.astutil import argument, constant
 
 from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, dispatches_elsewhere, gpu_fallback,
                       in_backend_switch, names_npu, npu_fix, npu_polarity, option_default, replace_in_literal,
@@ -73,6 +74,16 @@ class CudaDevice(Rule):
         source="Ascend Extension for PyTorch migration guide (manual migration: device, `.cuda()`), "
                "torch_npu/contrib/transfer_to_npu.py (what automatic migration rewrites).",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            model = model.cuda()
+            """, line=2, message_contains="`.cuda()` places work on CUDA, which does not exist on Ascend",
+             fixed="""
+            import torch_npu
+            model = model.npu()
+            """),
+    )
     flagged = (
         "import torch_npu\nmodel = model.cuda()",
         "import torch_npu\nx = batch.cuda(non_blocking=True)",
@@ -114,10 +125,9 @@ class CudaDevice(Rule):
         "import torch_npu\nparser.add_argument('--device', default='npu')",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
-        self._flow = DeviceFlow(ctx)  # where a device string goes (decides the fix's safety)
+        self._flow = DeviceFlow(self.ctx)  # where a device string goes (decides the fix's safety)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func

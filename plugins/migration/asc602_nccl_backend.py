@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Set
 
-from ascend_lint.rule import Applicability, Docs, Rule
-from ascend_lint.analysis.semantic import argument
+from ascend_lint.rule import Applicability, Case, Docs, Rule
+from ascend_lint.astutil import argument, callee_name
 
 from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, option_default, replace_in_literal
 
@@ -54,8 +54,19 @@ class NcclBackend(Rule):
         source="Ascend PyTorch migration guide (manual migration: `backend='nccl'` -> `'hccl'`); "
                "torch_npu/contrib/transfer_to_npu.py (automatic migration patches init_process_group).",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            import torch.distributed as dist
+            dist.init_process_group(backend='nccl')
+            """, line=3, message_contains="init_process_group(backend='nccl')",
+             fixed="""
+            import torch_npu
+            import torch.distributed as dist
+            dist.init_process_group(backend='hccl')
+            """),
+    )
     flagged = (
-        "import torch_npu\nimport torch.distributed as dist\ndist.init_process_group(backend='nccl')",
         "import torch_npu\nimport torch.distributed as dist\ndist.init_process_group('nccl', rank=r, world_size=w)",
         "import torch_npu\nfrom torch.distributed import init_process_group\ninit_process_group(backend=\"nccl\")",
         "import torch_npu\nimport torch\ndef setup():\n    backend = 'nccl'\n"
@@ -82,8 +93,7 @@ class NcclBackend(Rule):
         "dist.init_process_group(backend=args.dist_backend)",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
         self._defaults: Dict[str, ast.expr] = {}  # option name -> its 'nccl' default (not in a backend switch)
         self._passed: Set[str] = set()  # attribute names passed as the backend (`backend=args.dist_backend`)
@@ -99,7 +109,7 @@ class NcclBackend(Rule):
             return
         func = node.func
         qual = self.ctx.qualname(func)
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        name = callee_name(node)
         if qual is not None:  # `init_process_group as ipg`: the imported name, not the alias
             name = qual.rsplit(".", 1)[-1]
         if name not in BACKEND_CALLS:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 from typing import Dict
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 
 from .._safety import Ancestry, failure_caught
 from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, torch_spelling
@@ -72,6 +72,18 @@ class TorchCudaApi(Rule):
         source="torch_npu/npu/__init__.py `__all__` and torch_npu/npu/amp (Ascend/pytorch); Ascend Extension for "
                "PyTorch API list, torch.cuda and torch.cuda.amp support tables.",
     )
+    cases = (
+        Case("""
+            import torch
+            import torch_npu
+            torch.cuda.set_device(rank)
+            """, line=3, message_contains="`torch.cuda.set_device` does not reach the NPU on Ascend",
+             fixed="""
+            import torch
+            import torch_npu
+            torch.npu.set_device(rank)
+            """),
+    )
     flagged = (
         "import torch\nimport torch_npu\ntorch.cuda.set_device(rank)",
         "import torch\nimport torch_npu\nn = torch.cuda.device_count()",
@@ -100,10 +112,9 @@ class TorchCudaApi(Rule):
         "import torch\nimport torch_npu\nSYNC = [('cuda', torch.cuda.synchronize), ('npu', torch.npu.synchronize)]",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
-        self._ancestry = Ancestry(ctx.tree)  # parent links, built only to judge an import's fix
+        self._ancestry = Ancestry(self.ctx.tree)  # parent links, built only to judge an import's fix
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         parent = self.ctx.parent

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict
 
-from ascend_lint.rule import Applicability, Docs, Edit, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Rule
 
 from ._common import NOT_LEFTOVERS, in_backend_switch, npu_fix
 
@@ -55,8 +55,19 @@ class Tf32FlagOnNpu(Rule):
         source="torch_npu/npu/__init__.py (`matmul = npu_config._allowHF32Matmul()`, `conv = "
                "npu_config._allowHF32Conv()`) and torch_npu/csrc/framework/LazyInitAclops.cpp (defaults).",
     )
+    cases = (
+        Case("""
+            import torch
+            import torch_npu
+            torch.backends.cuda.matmul.allow_tf32 = True
+            """, line=3, message_contains="`torch.backends.cuda.matmul.allow_tf32` does nothing on Ascend",
+             fixed="""
+            import torch
+            import torch_npu
+            torch.npu.matmul.allow_hf32 = True
+            """),
+    )
     flagged = (
-        "import torch\nimport torch_npu\ntorch.backends.cuda.matmul.allow_tf32 = True",
         "import torch\nimport torch_npu\ntorch.backends.cudnn.allow_tf32 = False",
         "import torch_npu\nfrom torch.backends import cudnn\ncudnn.allow_tf32 = True",
         "import torch\ndevice = 'npu'\ntorch.backends.cuda.matmul.allow_tf32 = True",
@@ -71,8 +82,7 @@ class Tf32FlagOnNpu(Rule):
         "else:\n    torch.backends.cuda.matmul.allow_tf32 = True",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
 
     def visit_Assign(self, node: ast.Assign) -> None:

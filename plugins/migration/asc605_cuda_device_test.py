@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
-from ascend_lint.rule import Applicability, Docs, Edit, Fix, Rule
+from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 
 from ._common import (cuda_device_string, cuda_only_names, in_backend_switch, later_tests, moves_alike, names_npu,
                       names_other_backend, npu_fix, npu_polarity, npu_sibling, source, uses_npu, uses_torch)
@@ -104,6 +104,18 @@ class CudaDeviceTest(Rule):
                "privateuse1 device is one); Ascend Extension for PyTorch migration guide (manual migration: "
                "device names).",
     )
+    cases = (
+        Case("""
+            import torch_npu
+            device = 'cuda'
+            device_type = 'cuda' if 'cuda' in device else 'cpu'
+            """, line=3, message_contains="`'cuda' in device` is false on the NPU",
+             fixed="""
+            import torch_npu
+            device = 'cuda'
+            device_type = 'npu' if 'npu' in device else ('cuda' if 'cuda' in device else 'cpu')
+            """),
+    )
     flagged = (
         "import torch_npu\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'",
         "import torch_npu\nif device.type == 'cuda':\n    x = x.pin_memory()",
@@ -164,8 +176,7 @@ class CudaDeviceTest(Rule):
         "import torch\nimport torch_npu\nis_cuda_property = torch.Tensor.is_cuda",
     )
 
-    def __init__(self, ctx, options=None) -> None:
-        super().__init__(ctx, options)
+    def start_file(self) -> None:
         self._switches: Dict[int, bool] = {}  # per function: does it probe for an NPU?
 
     def visit_Compare(self, node: ast.Compare) -> None:
