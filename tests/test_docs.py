@@ -1,9 +1,17 @@
-"""docs/rules.md is generated from the rule classes and must not go stale."""
+"""Rule documentation: docs/rules.md is generated from the rule classes and must not go stale; the `rule CODE`
+page explains its status and precision; the run summary's note on what `--preview` would add."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pytest
+
+from ascend_lint import docs
+from ascend_lint.config import Settings
 from ascend_lint.docs import rules_markdown
+from ascend_lint.registry import select_rules
+from ascend_lint.rule import Docs, Rule
 from conftest import REGISTRY
 
 DOCS = Path(__file__).parent.parent / "docs" / "rules.md"
@@ -20,3 +28,77 @@ def test_every_rule_has_a_section():
     text = DOCS.read_text(encoding="utf-8")
     for rule in REGISTRY.sorted_rules():
         assert f"## {rule.code} `{rule.name}`" in text
+
+
+# ------------------------------------------------------------------------------ `rule CODE`: status and precision
+FIGURES = {"ASC201": {"findings": 12, "judged": 10, "counts": {"TRUE": 1, "DEBATABLE": 2, "FALSE": 7},
+                      "shares": {"TRUE": 0.1, "DEBATABLE": 0.2, "FALSE": 0.7},
+                      "per_repo": {"b/two@2": 4, "a/one@1": 8}}}
+
+
+@pytest.fixture
+def held_out(monkeypatch):
+    monkeypatch.setattr(docs, "_measurements", lambda: FIGURES)
+    monkeypatch.setattr(docs, "held_out_repos", lambda: ("a/one", "b/two", "c/three"))
+
+
+def test_a_preview_rule_page_says_what_preview_means_and_how_its_precision_was_measured(held_out):
+    text = docs.rule_text(REGISTRY.get("ASC201"))
+    first, section = text.split("\n## Status and precision\n", 1)
+    assert "preview" in first.splitlines()[1] and "10 % TRUE, 30 % TRUE or DEBATABLE (10 judged of 12)" in first
+    section = section.split("\n## ", 1)[0]
+    assert "runs only with `--preview`" in section and "ascend-lint check --preview --select ASC201" in section
+    assert docs.DEFAULT_BAR in section  # why it is preview: the bar it has to meet
+    assert "3 public repositories that the rules were not tuned on (held-out: a/one, b/two, c/three)" in section
+    assert "12 findings there (8 in a/one, 4 in b/two); 10 were read in context and judged: 1 TRUE" in section
+    assert "2 DEBATABLE" in section and "7 FALSE" in section and docs.PRECISION_URL in section
+
+
+def test_default_always_and_unmeasured_rules_say_so(held_out):
+    assert "Default: runs unless deselected (`--ignore ASC101`)." in docs.rule_text(REGISTRY.get("ASC101"))
+    assert "no finding of it on the 3 held-out repositories has been judged" in docs.rule_text(REGISTRY.get("ASC101"))
+    assert "Always on" in docs.rule_text(REGISTRY.get("ASC000"))
+
+
+class ThirdParty(Rule):
+    code, name, message, preview = "XYZ001", "third-party", "m", True
+    docs = Docs(what="Flags x.", why="It is slow.")
+
+
+def test_a_third_party_rule_is_not_said_to_be_measured(held_out):
+    text = docs.rule_text(ThirdParty)
+    assert "Precision: not measured (ascend-lint's precision harness measures its built-in rules)." in text
+    assert "--preview --select XYZ001" in text
+
+
+def test_hover_and_sarif_markdown_explain_the_status_and_rules_md_explains_it_once(held_out):
+    rule = REGISTRY.get("ASC201")
+    assert "### Status and precision" in docs.rule_markdown(rule)
+    assert "Status and precision" not in docs.rules_markdown([rule])
+    assert "preview rules run only with `--preview`" in docs.HEADER
+
+
+# ------------------------------------------------------------------------------ the run summary's preview note
+def selection(**settings):
+    """(enabled, enabled with preview on) for these settings: what cli.py passes to preview_note."""
+    chosen = Settings(**settings)
+    return (select_rules(REGISTRY, chosen)[0],
+            select_rules(REGISTRY, dataclasses.replace(chosen, preview=True))[0])
+
+
+def test_preview_note_counts_and_names_the_rules_preview_would_add():
+    enabled, candidates = selection()
+    left = [r for r in candidates if r.preview]
+    note = docs.preview_note(enabled, candidates)
+    first = [r.name for r in sorted(left, key=lambda r: (r.pack == "core", r.code))[:3]]
+    assert note == f"{len(left)} preview rules not enabled ({', '.join(first)}, \u2026): `--preview` checks them."
+    assert "unused-noqa" not in note  # the core's own check is named last
+
+
+def test_preview_note_follows_the_selection():
+    assert docs.preview_note(*selection(select=["ASC7"])) is None  # the fusion pack has no preview rule
+    assert docs.preview_note(*selection(preview=True)) is None  # nothing left to add
+    one = docs.preview_note(*selection(select=["ASC101", "ASC102"]))
+    assert one == "1 preview rule not enabled (contiguous-layout-copy): `--preview` checks it."
+    three = docs.preview_note(*selection(select=["ASC2"], ignore=["ASC205"]))
+    assert three.startswith("3 preview rules not enabled (") and "\u2026" not in three
