@@ -238,3 +238,57 @@ def preview_note(enabled: Iterable[Type[Rule]], candidates: Iterable[Type[Rule]]
     names = ", ".join(r.name for r in left[:NOTE_NAMES]) + (", \u2026" if len(left) > NOTE_NAMES else "")
     them = "them" if len(left) > 1 else "it"
     return f"{_plural(len(left), 'preview rule')} not enabled ({names}): `--preview` checks {them}."
+
+
+# ----------------------------------------------------------------------------- README: default set and preview
+README_BEGIN = ("<!-- rule-sets: generated from the rule classes by `python -m ascend_lint.docs README.md`: "
+                "do not edit -->")
+README_END = "<!-- /rule-sets -->"
+
+
+def _rule_items(rules: Iterable[Type[Rule]]) -> List[str]:
+    return [f"- [`{r.code}` {r.name}](docs/rules.md#{r.code.lower()}-{r.name}): {summary(r)}" for r in rules]
+
+
+def rule_sets_markdown(rules: Iterable[Type[Rule]]) -> str:
+    """The README's lists of what the default set checks and what `--preview` adds (built-in rules only)."""
+    rules = sorted((r for r in rules if r.__module__.startswith(BUILT_IN_MODULES)), key=lambda r: r.code)
+    default = [r for r in rules if status(r) == "default"]
+    preview = [r for r in rules if status(r) == "preview"]
+    always = ", ".join(f"`{r.code}`" for r in rules if status(r) == "always")
+    lines = [README_BEGIN, "", f"**The default set** ({_plural(len(default), 'rule')}: what `ascend-lint check` runs):",
+             ""]
+    lines += _rule_items(default)
+    lines += ["", f"**`--preview` adds** ({_plural(len(preview), 'rule')}: new, or below the default set's bar on the "
+              f"held-out repositories, {DEFAULT_BAR}; `ascend-lint rule CODE` gives each one's figures):", ""]
+    lines += _rule_items(preview)
+    if always:
+        lines += ["", f"{always} (a file that could not be linted) is always reported."]
+    return "\n".join(lines + ["", README_END])
+
+
+def with_rule_sets(readme: str, rules: Iterable[Type[Rule]]) -> str:
+    """`readme` with the text between its rule-set markers regenerated (ValueError when they are missing)."""
+    start, end = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
+    return readme[:start] + rule_sets_markdown(rules) + readme[end:]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """`python -m ascend_lint.docs README.md`: regenerate the README's rule-set lists from the installed rules."""
+    import sys
+
+    from .registry import load_registry
+
+    paths = sys.argv[1:] if argv is None else argv
+    if len(paths) != 1:
+        print("usage: python -m ascend_lint.docs README.md", file=sys.stderr)
+        return 2
+    with open(paths[0], encoding="utf-8") as handle:
+        text = with_rule_sets(handle.read(), load_registry().sorted_rules())
+    with open(paths[0], "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

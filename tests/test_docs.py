@@ -102,3 +102,60 @@ def test_preview_note_follows_the_selection():
     assert one == "1 preview rule not enabled (contiguous-layout-copy): `--preview` checks it."
     three = docs.preview_note(*selection(select=["ASC2"], ignore=["ASC205"]))
     assert three.startswith("3 preview rules not enabled (") and "\u2026" not in three
+
+
+# ------------------------------------------------------------------------------ README: default set and preview
+README = Path(__file__).parent.parent / "README.md"
+
+
+def test_readme_rule_sets_are_current():
+    text = README.read_text(encoding="utf-8")
+    assert docs.with_rule_sets(text, REGISTRY.sorted_rules()) == text, (
+        "README's rule lists are stale: run `python -m ascend_lint.docs README.md`")
+
+
+def test_readme_rule_sets_leave_third_party_rules_out():
+    block = docs.rule_sets_markdown(REGISTRY.sorted_rules() + [ThirdParty])
+    assert "XYZ001" not in block and "ASC201" in block
+
+
+def test_regenerating_the_readme_rewrites_only_its_block(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{docs.README_BEGIN}\nold\n{docs.README_END}\n\nafter\n", encoding="utf-8")
+    assert docs.main([str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("# x\n\n" + docs.README_BEGIN) and text.endswith(docs.README_END + "\n\nafter\n")
+    assert "old" not in text and "**The default set** (" in text
+    readme.write_text("no markers\n", encoding="utf-8")
+    with pytest.raises(ValueError):
+        docs.main([str(readme)])
+    assert readme.read_text(encoding="utf-8") == "no markers\n"  # left as it was
+
+
+# What the README's introduction says each set checks: phrase -> the rules it stands for.
+INTRO_DEFAULT = {"fused operator": ["ASC701", "ASC702", "ASC703", "ASC704", "ASC705"],
+                 "`.contiguous()` after a transpose": ["ASC101"], "synchronous checkpoint saving": ["ASC501"],
+                 "Ascend apex": ["ASC303"], "fused-optimizer options": ["ASC306", "ASC307"],
+                 "`ASCEND_LAUNCH_BLOCKING=1`": ["ASC204"], "`nccl`": ["ASC602"], "TF32": ["ASC604"]}
+INTRO_PREVIEW = {"host-to-device copies": ["ASC201"], "host syncs in `forward`": ["ASC205"],
+                 "in the step loop": ["ASC203"], "synchronizes in hot paths": ["ASC202"],
+                 "NPU fused twin": ["ASC301"], "multiples of\n16": ["ASC401"], "fp32 MatMul": ["ASC402"],
+                 "float64": ["ASC403"], "dynamic shapes": ["ASC404"],
+                 "CUDA leftovers": ["ASC601", "ASC603", "ASC605"]}
+
+
+def test_readme_introduction_puts_each_pattern_in_its_rules_set():
+    text = README.read_text(encoding="utf-8")
+    default = text[text.index("**By default**"):text.index("**`--preview` adds**")]
+    preview = text[text.index("**`--preview` adds**"):text.index("## Set up")]
+    for part, phrases, wanted in ((default, INTRO_DEFAULT, "default"), (preview, INTRO_PREVIEW, "preview")):
+        for phrase, codes in phrases.items():
+            assert phrase in part, phrase
+            moved = [c for c in codes if docs.status(REGISTRY.get(c)) != wanted]
+            assert not moved, f"README's introduction lists {phrase!r} under {wanted}; {moved} changed status"
+
+
+def test_readme_counts_the_rules():
+    packs = [r for r in REGISTRY.sorted_rules() if r.pack != "core"]
+    default = sum(1 for r in packs if docs.status(r) == "default")
+    assert f"| {len(packs)} rules ({default} in the default set) for torch_npu" in README.read_text(encoding="utf-8")
