@@ -1,7 +1,12 @@
 """A release is one tag away: the sdist and the wheel build from this checkout as `python -m build` builds them
 (the sdist, then the wheel from the unpacked sdist; here offline, without build isolation), their metadata pass
 the checks `twine check` and the package index make, and the wheel installs with `pip install --no-index
---no-deps` into a fresh virtual environment, where the command, the rule packs and the flake8 plugin work."""
+--no-deps` into a fresh virtual environment, where the command, the rule packs and the flake8 plugin work.
+
+Every install and pin line of the README and the docs resolves from this repository: pip lines install the checkout
+or `git+<homepage>`, pinned lines name one commit SHA (until the first release tag) that is in this repository's
+history and has the hooks, Action inputs and outputs and extras the docs describe, and pip builds that pinned line
+from a clone of this repository."""
 from __future__ import annotations
 
 import email.parser
@@ -10,6 +15,7 @@ import importlib.metadata
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -179,20 +185,26 @@ def dependency_dirs() -> List[str]:
     return dirs
 
 
-@pytest.fixture(scope="module")
-def installed(built, tmp_path_factory) -> Path:
-    """A fresh virtual environment (no pip of its own) with the wheel installed offline; its bin directory."""
-    venv = tmp_path_factory.mktemp("venv") / "env"
+def install_offline(venv: Path, requirement: str) -> Path:
+    """A fresh virtual environment (no pip of its own) at `venv` with `requirement` installed by this environment's
+    pip, offline (`--no-index --no-deps --no-build-isolation`), and the dependencies it finds here; its bin
+    directory."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / ("Scripts" if os.name == "nt" else "bin") / "python"
     proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-index", "--no-deps",
-                           "--no-build-isolation", "--disable-pip-version-check", "--quiet", str(built.wheel)],
-                          capture_output=True, text=True, timeout=300)
+                           "--no-build-isolation", "--no-cache-dir", "--disable-pip-version-check", "--quiet",
+                           requirement], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     Path(site, "dependencies-of-the-test.pth").write_text("\n".join(dependency_dirs()) + "\n", encoding="utf-8")
     return python.parent
+
+
+@pytest.fixture(scope="module")
+def installed(built, tmp_path_factory) -> Path:
+    """The wheel installed offline in a fresh virtual environment; its bin directory."""
+    return install_offline(tmp_path_factory.mktemp("venv") / "env", str(built.wheel))
 
 
 def run_installed(bin_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -220,3 +232,126 @@ def test_the_installed_wheel_loads_every_pack_and_the_flake8_plugin(installed, t
     assert proc.stdout.strip() == "['ascend_lint.flake8_plugin:AscendLintChecker']", proc.stderr
     assert re.search(r"precision: \d+ % TRUE", run_installed(installed, "ascend-lint", "rule", "ASC501",
                                                              cwd=tmp_path).stdout)  # precision.json shipped
+
+
+# ------------------------------------------------------------------------------ install and pin lines
+HOMEPAGE = PYPROJECT["project"]["urls"]["Homepage"]
+LINE_FILES = ["README.md", "CONTRIBUTING.md", ".pre-commit-hooks.yaml", *(f"docs/{p.name}" for p in
+                                                                          sorted((ROOT / "docs").glob("*.md")))]
+PIP_RE = re.compile(r"pip install ([^`\n]*)")
+PIN_RES = [re.compile(r"repo:\s*(?P<repo>\S+)\s*\n[#\s]*rev:\s*(?P<pin>\S+)"),  # pre-commit
+           re.compile(r"uses:\s*(?P<repo>ascend-lint/ascend-lint)@(?P<pin>[\w.\-]+)"),  # the Action
+           re.compile(r"git\+(?P<repo>https://\S+?)@(?P<pin>[0-9a-f]{7,40}|v[\w.\-]+)\b")]  # pip
+SHA_RE = re.compile(r"[0-9a-f]{40}")
+
+
+def doc_texts() -> Dict[str, str]:
+    return {name: (ROOT / name).read_text(encoding="utf-8") for name in LINE_FILES if (ROOT / name).exists()}
+
+
+def pip_requirements() -> List[tuple]:
+    """(file, argument) for every argument of every `pip install` line of the docs."""
+    out = []
+    for name, text in doc_texts().items():
+        for match in PIP_RE.finditer(text):
+            line = re.split(r"\s(?:&&|#)", match.group(1))[0]
+            out += [(name, arg) for arg in shlex.split(line) if not arg.startswith("-")]
+    return out
+
+
+def pins() -> List[tuple]:
+    """(file, repository, pin) for every pinned reference to this repository in the docs."""
+    return [(name, m["repo"], m["pin"]) for name, text in doc_texts().items() for pattern in PIN_RES
+            for m in pattern.finditer(text) if "ascend-lint/ascend-lint" in m["repo"]]
+
+
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=60)
+
+
+def release_tags() -> Set[str]:
+    if shutil.which("git") is None:
+        return set()
+    return set(git("tag", "--list", "v*").stdout.split())
+
+
+def test_pip_lines_install_this_checkout_or_this_repository():
+    extras = set(PYPROJECT["project"]["optional-dependencies"])
+    checked = 0
+    for name, arg in pip_requirements():
+        if arg == "." or arg.startswith(".["):
+            assert set(arg[2:-1].split(",")) <= extras if arg != "." else True, (name, arg)
+            continue
+        requirement = Requirement(arg)
+        if requirement.name != "ascend-lint":
+            continue  # another package (a rule's docs may name one)
+        checked += 1
+        assert requirement.extras <= extras, (name, arg)
+        if requirement.url is None:  # from the package index: only once a release is tagged
+            assert release_tags(), f"{name}: `pip install {arg}` names a release, and none is tagged yet"
+            continue
+        url, _, pin = requirement.url.partition(f"git+{HOMEPAGE}")[2].partition("@")
+        assert requirement.url.startswith(f"git+{HOMEPAGE}") and not url, (name, arg)
+        assert not pin or SHA_RE.fullmatch(pin) or pin in release_tags(), (name, arg)
+    assert checked >= 5  # README's, docs/editors.md's and docs/ci.md's lines were all seen
+
+
+def test_pinned_lines_name_one_commit_sha_until_the_first_release_tag():
+    found = pins()
+    assert {name for name, _, _ in found} >= {"README.md", "docs/ci.md", ".pre-commit-hooks.yaml"}
+    for name, repo, _ in found:
+        assert repo in (HOMEPAGE, "ascend-lint/ascend-lint"), (name, repo)
+    values = {pin for _, _, pin in found}
+    assert len(values) == 1, f"the docs pin different revisions: {sorted(values)}"
+    pin = values.pop()
+    assert SHA_RE.fullmatch(pin) or pin in release_tags(), f"{pin!r} is neither a commit SHA nor a release tag"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "take a commit SHA until the first release tag" in readme and f"`{pin[:12]}`" in readme
+
+
+def pinned_file(pin: str, path: str) -> str:
+    proc = git("show", f"{pin}:{path}")
+    assert proc.returncode == 0, f"{path} at the pinned commit {pin}: {proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def pin() -> str:
+    """The pinned commit, when this checkout has its full history (a shallow clone or an unpacked sdist has not)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and the repository's history")
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
+        pytest.skip("a shallow clone does not have the pinned commit")
+    value = pins()[0][2]
+    assert git("cat-file", "-e", f"{value}^{{commit}}").returncode == 0, f"the pinned {value} is not in this repository"
+    assert git("merge-base", "--is-ancestor", value, "HEAD").returncode == 0, f"{value} is not in HEAD's history"
+    return value
+
+
+def test_the_pinned_commit_has_what_the_docs_describe(pin):
+    import yaml
+
+    now = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    then = yaml.safe_load(pinned_file(pin, "action.yml"))
+    for part in ("inputs", "outputs"):
+        missing = set(now[part]) - set(then.get(part) or {})
+        assert not missing, f"the pinned action lacks the {part} {sorted(missing)}: pin a newer commit in the docs"
+    hooks_now = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    assert {h["id"] for h in yaml.safe_load(pinned_file(pin, ".pre-commit-hooks.yaml"))} == hooks_now
+    extras = set(tomllib.loads(pinned_file(pin, "pyproject.toml"))["project"]["optional-dependencies"])
+    assert {e for _, arg in pip_requirements() if arg.startswith("ascend-lint[")
+            for e in Requirement(arg).extras} <= extras
+
+
+def test_pip_installs_the_pinned_line_from_a_clone_of_this_repository(pin, tmp_path):
+    """The README's `pip install "ascend-lint[server] @ git+<homepage>@<pin>"` with the homepage replaced by this
+    repository: pip clones it, checks the pinned commit out and builds it (here, where the build requirements
+    are: offline, no build isolation); the wheel installs."""
+    here = ROOT.as_uri().replace("file:///", "file://localhost/")  # (older pips refuse a URL without a host)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-index", "--no-deps", "--no-build-isolation",
+                           "--no-cache-dir", "--disable-pip-version-check", "--quiet", "--wheel-dir", str(tmp_path),
+                           f"ascend-lint[server] @ git+{here}@{pin}"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    bin_dir = install_offline(tmp_path / "env", str(next(tmp_path.glob("ascend_lint-*.whl"))))
+    proc = run_installed(bin_dir, "ascend-lint", "rule", "ASC101", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("ASC101 contiguous-after-view"), proc.stderr
