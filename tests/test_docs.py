@@ -159,3 +159,23 @@ def test_readme_counts_the_rules():
     packs = [r for r in REGISTRY.sorted_rules() if r.pack != "core"]
     default = sum(1 for r in packs if docs.status(r) == "default")
     assert f"| {len(packs)} rules ({default} in the default set) for torch_npu" in README.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------ flake8: the `A` prefix collision
+@pytest.mark.parametrize("options, reported", [
+    (["--extend-ignore", "A"], False), (["--ignore", "AS"], False), (["--select", "E,A"], True),
+    (["--extend-ignore", "A001,A002"], True), (["--extend-ignore", "A", "--extend-select", "ASC"], True)])
+def test_flake8_prefix_collision_is_as_documented(tmp_path, options, reported):
+    """docs/ci.md's table of what `A...` selectors do to the ASC findings (flake8 matches codes by prefix)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("flake8")
+    (tmp_path / "m.py").write_text("import torch, torch_npu\n\n\ny = torch.transpose(x, -2, -1).contiguous() @ w\n",
+                                   encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", *options, "m.py"], cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+    assert ("ASC101" in proc.stdout) is reported, proc.stdout + proc.stderr
+    ci = (Path(__file__).parent.parent / "docs" / "ci.md").read_text(encoding="utf-8")
+    row = next(line for line in ci.splitlines() if line.startswith("| `") and f"`{' '.join(options)}`" in line)
+    assert ("all silenced" in row) is not reported, row
