@@ -220,7 +220,8 @@ def test_outputs_count_the_findings_and_name_the_report(tmp_path, fmt):
     (tmp_path / "b.py").write_text(BAD + BAD.splitlines()[-1].replace("y =", "z =") + "\n", encoding="utf-8")
     proc = run_lint(tmp_path, "check --isolated", ".", report_format=fmt)
     assert proc.returncode == 1, proc.stderr
-    assert annotated_files(proc.stdout) == ["a.py", "b.py"]  # the annotations still reach the log
+    assert proc.stdout.startswith("::warning file=a.py,line=4,col=5,")  # the annotations still reach the log
+    assert annotated_files(proc.stdout) == ["a.py", "b.py"]
     out = outputs(tmp_path / "github_output")
     report = Path(out["report"])
     assert report.parent == tmp_path / "ascend-lint" and report.is_file()
