@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, TextIO, Type
 
 from . import __version__
 from .config import ConfigError, ConfigResolver, Settings, load_settings, rebase_pattern
-from .docs import fix_label, measured, precision_label, rule_text, rules_markdown, status
+from .docs import fix_label, measured, precision_label, preview_note, rule_text, rules_markdown, status
 from .engine.linter import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, parse, sorted_findings
 from .engine.noqa import add_noqa_to_lines
 from .fileio import SourceError, read_source, split_lines, write_source
@@ -22,7 +23,7 @@ from .pipeline.progress import Progress
 from .pipeline.run import FixRequest, Found, Request, find_files, lint_run, lint_stdin
 from .pipeline.runner import SourceLines
 from .pipeline.workspace import Workspace
-from .registry import Registry, RegistryError, load_registry, print_warnings
+from .registry import Registry, RegistryError, load_registry, print_warnings, select_rules
 from .reporters import FORMATS, Report, display_path, get_reporter
 from .rule import Applicability, Finding, Rule
 from .sanitize import sanitize, sanitize_lines
@@ -105,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     rules = sub.add_parser("rules", help="list every rule")
     rules.add_argument("--output-format", choices=("text", "markdown", "json"), default="text")
 
-    sub.add_parser("server", help="run the language server (LSP over stdio; pip install 'ascend-lint[server]')")
+    sub.add_parser("server", help="run the language server (LSP over stdio; needs the `server` extra, see docs/editors.md)")
     return parser
 
 
@@ -197,7 +198,7 @@ def run_server() -> int:
         from .server import main as serve  # (pygls is imported only for the server: start-up)
     except ImportError as exc:
         raise UsageError(f"the language server needs pygls ({exc.name or exc}): "
-                         "pip install 'ascend-lint[server]'") from None
+                         'pip install "ascend-lint[server] @ git+https://github.com/ascend-lint/ascend-lint"') from None
     return serve()
 
 
@@ -370,10 +371,22 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
     if not args.quiet and (human or args.output_file or args.statistics) and not (
             args.statistics and fmt == "json" and not args.output_file):
         write_summary(findings, fixed, settings, sys.stdout)
+        if results:
+            write_preview_note(registry, settings, sys.stdout)
         write_porting_hint(results, sys.stdout)
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
+
+
+def write_preview_note(registry: Registry, settings: Settings, out: TextIO) -> None:
+    """The summary's line on the preview rules the selection would enable with `--preview`."""
+    if settings.preview:
+        return
+    off, on = (select_rules(registry, dataclasses.replace(settings, preview=p))[0] for p in (False, True))
+    note = preview_note(off, on)
+    if note:
+        out.write(note + "\n")
 
 
 def _apply_own_fix_settings(results: Sequence[FileResult], settings: Settings,

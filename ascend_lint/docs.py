@@ -32,7 +32,9 @@ Pack `core` holds ascend-lint's own checks: ASC000 (a file that could not be lin
 """
 
 
-RULES_URL = "https://github.com/ascend-lint/ascend-lint/blob/main/docs/rules.md"
+HOMEPAGE = "https://github.com/ascend-lint/ascend-lint"  # pyproject.toml's Homepage
+RULES_URL = f"{HOMEPAGE}/blob/main/docs/rules.md"
+PRECISION_URL = f"{HOMEPAGE}/blob/main/docs/precision.md"
 
 
 def rule_url(code: str, name: str) -> str:
@@ -69,14 +71,28 @@ PRECISION_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "preci
 MEASURED_ROLE = "held-out"  # figures from the repositories the rules were tuned on are never shown
 
 
-@lru_cache(maxsize=None)
-def _measurements() -> dict:
-    """Per-rule figures on the held-out repositories, written by bench/precision.py --write."""
+def _held_out() -> dict:
+    """The held-out role of precision.json (`repos`, `rules`, ...), written by bench/precision.py --write."""
     try:
         with open(PRECISION_DATA, encoding="utf-8") as handle:
-            return json.load(handle).get("roles", {}).get(MEASURED_ROLE, {}).get("rules", {})
+            role = json.load(handle).get("roles", {}).get(MEASURED_ROLE, {})
     except (OSError, ValueError, AttributeError):
         return {}
+    return role if isinstance(role, dict) else {}
+
+
+@lru_cache(maxsize=None)
+def _measurements() -> dict:
+    """Per-rule figures on the held-out repositories."""
+    rules = _held_out().get("rules", {})
+    return rules if isinstance(rules, dict) else {}
+
+
+@lru_cache(maxsize=None)
+def held_out_repos() -> tuple:
+    """`owner/name` of each held-out repository (commits dropped)."""
+    repos = _held_out().get("repos", [])
+    return tuple(str(r).split("@", 1)[0] for r in repos) if isinstance(repos, list) else ()
 
 
 def measured(rule: Type[Rule]) -> Optional[dict]:
@@ -96,6 +112,52 @@ def precision_label(rule: Type[Rule]) -> str:
     keep = shares["TRUE"] + (shares.get("DEBATABLE") or 0.0)
     return (f"{100 * shares['TRUE']:.0f} % TRUE, {100 * keep:.0f} % TRUE or DEBATABLE "
             f"({figures['judged']} judged of {figures['findings']})")
+
+
+DEFAULT_BAR = "at least 50 % of its findings TRUE and 90 % TRUE or DEBATABLE"
+BUILT_IN_MODULES = ("ascend_lint.", "ascend_lint_plugins.")
+
+
+def status_note(rule: Type[Rule]) -> str:
+    """What the rule's status means: when it runs, how to run it, and why it has that status."""
+    if status(rule) == "always":
+        return ("Always on: a file that cannot be linted is always reported; selection, `per-file-ignores` and "
+                "`# noqa` do not hide it.")
+    if rule.preview:
+        return (f"Preview: not in the default set, so it runs only with `--preview` (or `preview = true` in the "
+                f"configuration), e.g. `ascend-lint check --preview --select {rule.code}`. A rule stays in preview "
+                f"while it is new or while its findings on the held-out repositories miss the default set's bar "
+                f"({DEFAULT_BAR}): on code like theirs, most of what it reports is not worth changing. It can "
+                f"still point at real costs in your code; read its findings before acting on them.")
+    return f"Default: runs unless deselected (`--ignore {rule.code}`)."
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def precision_note(rule: Type[Rule]) -> str:
+    """How the precision in the rule's first line was measured, with the counts behind the shares."""
+    figures = measured(rule)
+    repos = held_out_repos()
+    if figures is None:
+        if not rule.__module__.startswith(BUILT_IN_MODULES) or not repos:
+            return "Precision: not measured (ascend-lint's precision harness measures its built-in rules)."
+        return (f"Precision: not measured: no finding of it on the {len(repos)} held-out repositories has been "
+                f"judged (it reported none there, or it is newer than the last measurement): {PRECISION_URL}.")
+    counts = figures.get("counts", {})
+    where = ", ".join(f"{n} in {repo.split('@', 1)[0]}" for repo, n in sorted(figures.get("per_repo", {}).items()))
+    return (f"Precision: measured on {len(repos)} public repositories that the rules were not tuned on (held-out: "
+            f"{', '.join(repos)}). The rule reported {_plural(figures['findings'], 'finding')} there"
+            f"{f' ({where})' if where else ''}; {figures['judged']} were read in context and judged: "
+            f"{counts.get('TRUE', 0)} TRUE (worth changing on Ascend), {counts.get('DEBATABLE', 0)} DEBATABLE "
+            f"(right, but a user would silence it), {counts.get('FALSE', 0)} FALSE (wrong). The shares in the "
+            f"first line weight each kind of message by how often it was reported. How: {PRECISION_URL}.")
+
+
+def status_section(rule: Type[Rule]) -> tuple:
+    """(title, body, is_code) of the `Status and precision` section of the rule's page."""
+    return ("Status and precision", f"{status_note(rule)}\n\n{precision_note(rule)}", False)
 
 
 def sections(rule: Type[Rule]) -> List[tuple]:
@@ -134,7 +196,7 @@ def _flags(rule: Type[Rule]) -> str:
 def rule_text(rule: Type[Rule]) -> str:
     """What `ascend-lint rule CODE` prints."""
     lines = [f"{rule.code} {rule.name}", _flags(rule).replace("`", ""), "", summary(rule), ""]
-    for title, body, is_code in sections(rule):
+    for title, body, is_code in [status_section(rule)] + sections(rule):
         lines.append(f"## {title}")
         if is_code:
             lines.extend("    " + line for line in body.splitlines())
@@ -144,9 +206,10 @@ def rule_text(rule: Type[Rule]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def rule_markdown(rule: Type[Rule]) -> str:
+def rule_markdown(rule: Type[Rule], explain_status: bool = True) -> str:
+    """The rule's page in Markdown (hover, SARIF help); docs/rules.md explains the status once in its header."""
     lines = [f"## {rule.code} `{rule.name}`", "", _flags(rule), "", summary(rule), ""]
-    for title, body, is_code in sections(rule):
+    for title, body, is_code in ([status_section(rule)] if explain_status else []) + sections(rule):
         lines.append(f"### {title}")
         lines.append("")
         lines.extend(["```python", body, "```"] if is_code else [body])
@@ -181,8 +244,59 @@ def rules_markdown(rules: Iterable[Type[Rule]]) -> str:
     for r in rules:
         table.append(f"| [{r.code}](#{r.code.lower()}-{r.name}) | {r.name} | {r.pack} | {status(r)} | {fix_label(r)} "
                      f"| {precision_label(r)} |")
-    body = "\n".join(rule_markdown(r) for r in rules)
+    body = "\n".join(rule_markdown(r, explain_status=False) for r in rules)
     return HEADER + "\n" + counts_line(rules) + "\n\n" + "\n".join(table) + "\n\n" + body
+
+
+NOTE_NAMES = 3  # preview rules named in the run summary's note
+
+
+def preview_note(enabled: Iterable[Type[Rule]], candidates: Iterable[Type[Rule]]) -> Optional[str]:
+    """The run summary's line on what `--preview` would add: the preview rules among `candidates` (the rules
+    the run's selection enables with preview on) that are not `enabled`; None when there are none.
+
+    `12 preview rules not enabled (contiguous-layout-copy, host-to-device-copy-in-forward, ...): `--preview`
+    checks them.`"""
+    on = {rule.code for rule in enabled}
+    left = sorted((r for r in candidates if r.preview and r.code not in on), key=lambda r: (r.pack == "core", r.code))
+    if not left:
+        return None
+    names = ", ".join(r.name for r in left[:NOTE_NAMES]) + (", \u2026" if len(left) > NOTE_NAMES else "")
+    them = "them" if len(left) > 1 else "it"
+    return f"{_plural(len(left), 'preview rule')} not enabled ({names}): `--preview` checks {them}."
+
+
+# ----------------------------------------------------------------------------- README: default set and preview
+README_BEGIN = ("<!-- rule-sets: generated from the rule classes by `python -m ascend_lint.docs README.md`: "
+                "do not edit -->")
+README_END = "<!-- /rule-sets -->"
+
+
+def _rule_items(rules: Iterable[Type[Rule]]) -> List[str]:
+    return [f"- [`{r.code}` {r.name}](docs/rules.md#{r.code.lower()}-{r.name}): {summary(r)}" for r in rules]
+
+
+def rule_sets_markdown(rules: Iterable[Type[Rule]]) -> str:
+    """The README's lists of what the default set checks and what `--preview` adds (built-in rules only)."""
+    rules = sorted((r for r in rules if r.__module__.startswith(BUILT_IN_MODULES)), key=lambda r: r.code)
+    default = [r for r in rules if status(r) == "default"]
+    preview = [r for r in rules if status(r) == "preview"]
+    always = ", ".join(f"`{r.code}`" for r in rules if status(r) == "always")
+    lines = [README_BEGIN, "", f"**The default set** ({_plural(len(default), 'rule')}: what `ascend-lint check` runs):",
+             ""]
+    lines += _rule_items(default)
+    lines += ["", f"**`--preview` adds** ({_plural(len(preview), 'rule')}: new, or below the default set's bar on the "
+              f"held-out repositories, {DEFAULT_BAR}; `ascend-lint rule CODE` gives each one's figures):", ""]
+    lines += _rule_items(preview)
+    if always:
+        lines += ["", f"{always} (a file that could not be linted) is always reported."]
+    return "\n".join(lines + ["", README_END])
+
+
+def with_rule_sets(readme: str, rules: Iterable[Type[Rule]]) -> str:
+    """`readme` with the text between its rule-set markers regenerated (ValueError when they are missing)."""
+    start, end = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
+    return readme[:start] + rule_sets_markdown(rules) + readme[end:]
 
 
 # ------------------------------------------------------------------ generated parts of other Markdown files
@@ -246,22 +360,31 @@ def generated(root: str, rules: Sequence[Type[Rule]]) -> Dict[str, str]:
                 continue
             with open(path, encoding="utf-8") as handle:
                 text = handle.read()
-            if COUNT_RE.search(text) or EXAMPLES_RE.search(text):
-                out[path] = fill_examples(fill_counts(text, rules), os.path.join(root, "examples"), rules)
+            if COUNT_RE.search(text) or EXAMPLES_RE.search(text) or README_BEGIN in text:
+                text = fill_examples(fill_counts(text, rules), os.path.join(root, "examples"), rules)
+                out[path] = with_rule_sets(text, rules) if README_BEGIN in text else text
     return out
 
 
+def generated_file(path: str, rules: Sequence[Type[Rule]]) -> Dict[str, str]:
+    """{path: its text as generated} for one Markdown file with rule-set markers (ValueError without them)."""
+    with open(path, encoding="utf-8") as handle:
+        text = with_rule_sets(handle.read(), rules)
+    return {path: fill_counts(text, rules)}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m ascend_lint.docs [--check] [ROOT]`: regenerate the generated Markdown of a checkout
-    (`--check`: only list the stale files, exit 1 if any)."""
+    """`python -m ascend_lint.docs [--check] [ROOT | FILE.md]`: regenerate the generated Markdown of a checkout,
+    or the rule-set lists of one file (`--check`: only list the stale files, exit 1 if any)."""
     from .registry import load_registry
 
     args = list(sys.argv[1:] if argv is None else argv)
     check = "--check" in args
     paths = [a for a in args if a != "--check"]
     root = paths[0] if paths else "."
+    rules = load_registry().sorted_rules()
     stale = []
-    for path, text in generated(root, load_registry().sorted_rules()).items():
+    for path, text in (generated_file(root, rules) if os.path.isfile(root) else generated(root, rules)).items():
         with open(path, encoding="utf-8") as handle:
             if handle.read() == text:
                 continue

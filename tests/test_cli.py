@@ -200,3 +200,13 @@ def test_output_file_keeps_terminal_summary(project, capsys):
     assert code == 1
     assert json.loads((project / "r.json").read_text())[0]["code"] == "ASC101"
     assert "Found 1 finding." in out
+
+
+def test_summary_says_which_preview_rules_the_run_left_out(project, capsys):
+    """The summary names the preview rules `--preview` would add to the selection, and is silent with it."""
+    _, out, _ = run(capsys, "check", "bad.py", "--isolated", "--select", "ASC101,ASC102")
+    assert "1 preview rule not enabled (contiguous-layout-copy): `--preview` checks it." in out
+    _, out, _ = run(capsys, "check", "bad.py", "--isolated", "--select", "ASC101,ASC102", "--preview")
+    assert "preview rule" not in out
+    _, out, _ = run(capsys, "check", "bad.py", "--isolated", "--output-format", "json")
+    assert "preview rule" not in out  # machine-readable output stays clean

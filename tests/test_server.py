@@ -150,7 +150,7 @@ def test_server_without_pygls_says_how_to_install(tmp_path):
     (blocker / "__init__.py").write_text("raise ImportError('blocked', name='pygls')\n")
     env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run(SERVER, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 2 and "pip install 'ascend-lint[server]'" in proc.stderr
+    assert proc.returncode == 2 and 'pip install "ascend-lint[server] @ git+' in proc.stderr
 
 
 @pytest.mark.asyncio
