@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import deque
-from typing import AbstractSet, Any, Callable, Container, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import AbstractSet, Any, Callable, Container, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from .data import HOT_METHODS, MIGRATING_MODULES, framework_kind, migrating_module
 from .summary import Summary
@@ -321,6 +321,45 @@ class _Resolver:
             else:
                 return None
         return None
+
+
+def first_reason(start: str, own: Callable[[str], Optional[Any]], children: Callable[[str], Iterable[str]],
+                 memo: Dict[str, Optional[Any]]) -> Optional[Any]:
+    """`own(start)`, else the first of `children(start)` (in order) whose own walk finds a reason, transitively:
+    a depth-first walk with an explicit stack (an import chain of 20,000 modules is 20,000 modules deep).
+    `memo` keeps every node's answer across calls; a node whose walk is under way counts as reasonless (an
+    import cycle ends there), as in the recursive definition this replaces (tests/test_graph_walks.py)."""
+    if start in memo:
+        return memo[start]
+    memo[start] = found = own(start)
+    if found is not None:
+        return found
+    stack = [(start, iter(children(start)))]
+    while stack:
+        node, others = stack[-1]
+        if not found:  # (else the walk just finished below found it: so does this node)
+            found, entered = _next_found(others, own, children, memo)
+            if entered is not None:
+                stack.append(entered)
+                continue
+        memo[node] = found or None
+        stack.pop()
+    return memo[start]
+
+
+def _next_found(others: Iterator[str], own: Callable[[str], Optional[Any]], children: Callable[[str], Iterable[str]],
+                memo: Dict[str, Optional[Any]]) -> Tuple[Optional[Any], Optional[Tuple[str, Iterator[str]]]]:
+    """(the first reason found among the rest of `others`, None) or (None, the frame of a node to walk first)."""
+    for other in others:
+        if other in memo:
+            found = memo[other]
+        else:
+            memo[other] = found = own(other)
+            if found is None:
+                return None, (other, iter(children(other)))
+        if found:
+            return found, None
+    return None, None
 
 
 def _numbered(table: Mapping[str, Any], reasons: List[str]) -> Dict[str, str]:
@@ -867,17 +906,8 @@ class _Builder:
 
     def _applies_at_import(self, mid: str, memo: Dict[str, Optional[str]]) -> Optional[str]:
         """Why importing `mid` applies the migration (module-level imports, transitively), or None."""
-        if mid in memo:
-            return memo[mid]
-        memo[mid] = None  # circular imports end here
-        reason = self._direct_migration(mid, False)
-        if reason is None:
-            for other in self._imported_modules(mid, False):
-                if self._applies_at_import(other, memo):
-                    reason = memo[other]
-                    break
-        memo[mid] = reason
-        return reason
+        return first_reason(mid, lambda m: self._direct_migration(m, False),
+                            lambda m: self._imported_modules(m, False), memo)
 
     def _migration(self) -> None:
         setting = self.runtime_migration
