@@ -33,6 +33,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type
 
 from .. import __version__
 from ..config import DEFAULT_CACHE_DIR, Settings
+from ..analysis.records import Summary
 from .discovery import Listing
 from ..fileio import write_atomic
 from ..rule import Applicability, Edit, Finding, Fix, Rule, Severity, Span
@@ -373,7 +374,7 @@ class ResultCache:
         self.seen.add(key)
         racy = mtime_ns + RACY_NS >= read_ns
         entry = [sha, size, 0 if racy else mtime_ns, [encode_finding(f) for f in findings],
-                 deps if deps is not None else []]
+                 deps.to_tuple() if hasattr(deps, "to_tuple") else (deps if deps is not None else [])]
         if notes:
             entry.append(list(notes))
         self._shards.put(key, entry)
@@ -403,7 +404,7 @@ def _well_formed(entry: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------- the project store
-PROJECT_SCHEMA = 4  # (4: summary schema 5)
+PROJECT_SCHEMA = 5  # (5: summaries in the tuple form of records.Summary, schema 6)
 
 
 def project_store_dir(settings: Settings, root: str, precision: bool = True) -> str:
@@ -425,6 +426,7 @@ class ProjectStore:
         self._index_stat: Optional[Tuple[int, int]] = None
         self._index_dirty = False
         self._summaries = _Shards(os.path.join(folder, "summaries"), header, SUMMARY_SHARDS)
+        self._typed: Dict[str, Summary] = {}  # sha -> the summary read from the shards (each made once)
         self._listing: Any = None  # discovery.Listing, read on first use
         self._load_index()
 
@@ -463,19 +465,28 @@ class ProjectStore:
         entry = self.index.get(relpath)
         return (entry[2], entry[3]) if entry is not None else None
 
-    def summary(self, sha: str) -> Optional[Dict[str, Any]]:
-        value = self._summaries.get(sha)
-        return value if isinstance(value, dict) and value.get("light") is False else None
+    def summary(self, sha: str) -> Optional[Summary]:
+        """The complete summary stored for these bytes (None: none, or malformed)."""
+        found = self._typed.get(sha)
+        if found is None:
+            value = self._summaries.get(sha)
+            try:
+                found = Summary.from_tuple(value) if isinstance(value, list) else None
+            except (TypeError, ValueError, IndexError, KeyError):
+                found = None
+            if found is not None and not found.light:
+                self._typed[sha] = found
+        return found if found is not None and not found.light else None
 
     def put(self, relpath: str, size: int, mtime_ns: int, read_ns: int, sha: str,
-            summary: Optional[Dict[str, Any]], shape: str) -> None:
+            summary: Optional[Summary], shape: str) -> None:
         """Record a file's stat, hash and shape, and its complete summary."""
         entry = [size, 0 if mtime_ns + RACY_NS >= read_ns else mtime_ns, sha, shape]
         if self.index.get(relpath) != entry:
             self.index[relpath] = entry
             self._index_dirty = True
-        if summary is not None and summary.get("light") is False and self._summaries.get(sha) is None:
-            self._summaries.put(sha, summary)
+        if summary is not None and not summary.light and self._summaries.get(sha) is None:
+            self._summaries.put(sha, summary.to_tuple())
 
     def forget_missing(self, present: Iterable[str]) -> None:
         keep = set(present)

@@ -246,7 +246,7 @@ def _lint_one(linter: Linter, path: str, expected: Optional[str], hashing: bool,
     if index is not None and hasattr(index, "summaries"):
         rel = index.relpath(path)
         known = index.summaries.get(rel) if rel is not None else None
-        if rel is not None and (known is None or known.get("light") or index.hashes.get(rel) != sha):
+        if rel is not None and (known is None or known.light or index.hashes.get(rel) != sha):
             want = True
             light = known if known is not None and index.hashes.get(rel) == sha else None
     try:
