@@ -35,6 +35,14 @@ class ProjectQueries:
         return self._facts
 
     # ------------------------------------------------------------------ roles of the current code
+    def role(self) -> Optional[Role]:
+        """The project model's role of the innermost enclosing function that has one (any kind: per-step,
+        per-forward, ... see records.ROLES), named as the function; None: the project gives none."""
+        for scope in reversed(self.scopes):
+            if scope.role is not None:
+                return scope.role._replace(name=scope.name)
+        return None
+
     def hot_role(self) -> Optional[Role]:
         """The role of the outermost hot scope: a forward/construct itself (no reason), or a function a hot
         path elsewhere calls (`role.describe()`: "`helper` (a hot path: `Attention.forward` in `model.py:40`

@@ -356,22 +356,11 @@ class Summary:
         if light.__class__ is not bool or not (classes.__class__ is defs.__class__ is config.__class__ is dict) or (
                 mode is not None and mode.__class__ is not str):
             raise ValueError("malformed summary")
-        if shared is None:
-            imports = tuple([_new(Import, r) for r in imports])
-            classes = {name: _new(Class, (r[0], tuple(r[1]), tuple(r[2]))) for name, r in classes.items()}
-            defs = {qual: _new(Function, (r[0], r[1], tuple(r[2]))) for qual, r in defs.items()}
-        else:  # (rows as the text scanner or marshal give them: tuples)
-            one = shared.setdefault
-            imports = tuple([_shared(Import, r, shared) for r in imports])
-            classes = {name: _shared(Class, (_number(line, one), one(bases, bases), one(methods, methods)), shared)
-                       for name, (line, bases, methods) in classes.items()}
-            defs = {qual: _shared(Function, (_number(line, one), _number(end, one), one(calls, calls)), shared)
-                    for qual, (line, end, calls) in defs.items()}
-        if not (_sized(imports, 6) and _sized(classes.values(), 3) and _sized(defs.values(), 3)):
-            raise ValueError("malformed summary")
-        return cls(light, imports, classes, defs, _records(Patch, patches, 3) if patches else (), bool(entry),
-                   bool(npu), bool(gpu), mode, config, _records(StepLoop, steps, 3) if steps else (),
-                   _records(ModelDecision, models, 5) if models else (), _records(AmpCall, amps, 4) if amps else ())
+        imports, classes, defs = _typed(imports, classes, defs) if shared is None else \
+            _typed_shared(imports, classes, defs, shared)
+        return cls(light, imports, classes, defs, _records(Patch, patches, 3), bool(entry), bool(npu), bool(gpu),
+                   mode, config, _records(StepLoop, steps, 3), _records(ModelDecision, models, 5),
+                   _records(AmpCall, amps, 4))
 
     @classmethod
     def empty(cls) -> "Summary":
@@ -424,6 +413,30 @@ class Summary:
         return hashlib.sha1(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _typed(imports: Sequence[Sequence[Any]], classes: Dict[str, Sequence[Any]], defs: Dict[str, Sequence[Any]]) -> tuple:
+    """The records of a summary's imports, classes and functions (rows of JSON's lists accepted)."""
+    typed_imports = tuple([_new(Import, r) for r in imports])
+    typed_classes = {name: _new(Class, (r[0], tuple(r[1]), tuple(r[2]))) for name, r in classes.items()}
+    typed_defs = {qual: _new(Function, (r[0], r[1], tuple(r[2]))) for qual, r in defs.items()}
+    if not (_sized(typed_imports, 6) and _sized(typed_classes.values(), 3) and _sized(typed_defs.values(), 3)):
+        raise ValueError("malformed summary")
+    return typed_imports, typed_classes, typed_defs
+
+
+def _typed_shared(imports: Sequence[tuple], classes: Dict[str, tuple], defs: Dict[str, tuple],
+                  shared: Dict[Any, Any]) -> tuple:
+    """`_typed` for rows of tuples (the text scanner's, marshal's), through the `shared` table."""
+    one = shared.setdefault
+    typed_imports = tuple([_shared(Import, r, shared) for r in imports])
+    typed_classes = {name: _shared(Class, (_number(line, one), one(bases, bases), one(methods, methods)), shared)
+                     for name, (line, bases, methods) in classes.items()}
+    typed_defs = {qual: _shared(Function, (_number(line, one), _number(end, one), one(calls, calls)), shared)
+                  for qual, (line, end, calls) in defs.items()}
+    if not _sized(typed_imports, 6):
+        raise ValueError("malformed summary")
+    return typed_imports, typed_classes, typed_defs
+
+
 def _shared(record: type, row: tuple, shared: Dict[Any, Any]) -> Any:
     """The record of `row`, one object per distinct value through `shared` (which also holds names, numbers
     and tuples of names: those are never equal to a record's row)."""
@@ -438,8 +451,11 @@ def _number(value: int, one: Callable[[Any, Any], Any]) -> int:
 
 
 def _records(record: type, rows: Sequence[Any], size: int) -> tuple:
+    if not rows:
+        return ()
     typed = tuple([_new(record, r) for r in rows])
-    _check(_sized(typed, size))
+    if not _sized(typed, size):
+        raise ValueError("malformed summary")
     return typed
 
 

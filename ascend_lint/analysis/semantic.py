@@ -10,15 +10,13 @@ the subtree asked about, once, and are cached.
 from __future__ import annotations
 
 import ast
-import re
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from ..fileio import split_lines
-from ..rule import Span
 from .data import HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, framework_kind
-from .imports import import_facts
+from .imports import import_facts, optional_imports
 from .nodes import (CHILD_FIELDS, FUNC_TYPES, LEAF_TYPES, LOOP_TYPES, SKIP_FIELDS, call_text, child_fields,  # noqa: F401
                     find_nodes, top_level_statements)
+from .positions import SourcePositions
 from .questions import NULL_VIEW, ProjectQuestions
 from .reasons import ProjectQueries
 from .records import PER_FORWARD, PER_STEP
@@ -53,7 +51,7 @@ def canonical(name: str) -> str:
     return name
 
 
-class FileContext(ProjectQueries, ScopeQueries, StepLoops):
+class FileContext(ProjectQueries, ScopeQueries, StepLoops, SourcePositions):
     """Everything a rule may ask about the file and about where the walk currently is."""
 
     def __init__(self, path: str, text: str, tree: ast.Module, target: str = "auto",
@@ -162,21 +160,23 @@ class FileContext(ProjectQueries, ScopeQueries, StepLoops):
                     root = alias.name.split(".", 1)[0]
                     self.aliases[root] = root
         elif isinstance(stmt, ast.ImportFrom):
-            module = ("." * stmt.level) + (stmt.module or "")
+            self._record_from_import(stmt)
+
+    def _record_from_import(self, stmt: ast.ImportFrom) -> None:
+        module = ("." * stmt.level) + (stmt.module or "")
+        if not stmt.level:
+            self._add_module(module)
+        base = self._relative_base(stmt.level) if stmt.level else None
+        source = ".".join(p for p in (base, stmt.module or "") if p) if base is not None else ""
+        for alias in stmt.names:
+            if alias.name == "*":
+                continue
+            full = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
             if not stmt.level:
-                self._add_module(module)
-            base = self._relative_base(stmt.level) if stmt.level else None
-            for alias in stmt.names:
-                if alias.name == "*":
-                    continue
-                full = f"{module}.{alias.name}" if module and not module.endswith(".") else module + alias.name
-                if not stmt.level:
-                    self._add_module(full)
-                self.aliases[alias.asname or alias.name] = canonical(full) if not stmt.level else None
-                if base is not None:
-                    source = ".".join(p for p in (base, stmt.module or "") if p)
-                    self.relative_aliases[alias.asname or alias.name] = f"{source}.{alias.name}" if source \
-                        else alias.name
+                self._add_module(full)
+            self.aliases[alias.asname or alias.name] = canonical(full) if not stmt.level else None
+            if base is not None:
+                self.relative_aliases[alias.asname or alias.name] = f"{source}.{alias.name}" if source else alias.name
 
     def _add_module(self, module: str) -> None:
         """Note `module` (a module, or `module.name` imported from it) as imported."""
@@ -315,16 +315,18 @@ class FileContext(ProjectQueries, ScopeQueries, StepLoops):
                 if kind is not None:
                     return kind
             unresolved = unresolved or name is not None or self.project_name(base) is not None
-        if unresolved and self.module is not None:
-            # a base from another module: the project model resolved this very class's hierarchy
-            # (package re-exports, src/ layouts, script directories)
-            own = next((s.name for s in self.tree.body if isinstance(s, ast.ClassDef) and s.bases is bases), None)
-            names = [f"{self.module}.{own}" if self.module else own] if own else [
-                n for n in (self.project_name(b) for b in bases) if n]
-            for name in names:
-                kind = self.project.class_kind(name)
-                if kind is not None:
-                    return kind
+        return self._project_class_kind(bases) if unresolved and self.module is not None else None
+
+    def _project_class_kind(self, bases: List[ast.expr]) -> Optional[str]:
+        """A base from another module: the project model resolved this very class's hierarchy (package
+        re-exports, src/ layouts, script directories)."""
+        own = next((s.name for s in self.tree.body if isinstance(s, ast.ClassDef) and s.bases is bases), None)
+        names = [f"{self.module}.{own}" if self.module else own] if own else [
+            n for n in (self.project_name(b) for b in bases) if n]
+        for name in names:
+            kind = self.project.class_kind(name)
+            if kind is not None:
+                return kind
         return None
 
     def _function_qualname(self, name: str) -> Optional[str]:
@@ -337,7 +339,6 @@ class FileContext(ProjectQueries, ScopeQueries, StepLoops):
         return None
 
     def enter_function(self, node: ast.AST) -> Scope:
-        args = node.args
         cls = self.scopes[-1] if self.scopes[-1].kind == "class" else None
         hot = any(s.hot for s in self.scopes) or bool(
             cls and cls.class_kind and node.name in HOT_METHODS[cls.class_kind]
@@ -345,46 +346,26 @@ class FileContext(ProjectQueries, ScopeQueries, StepLoops):
         scope = Scope(node, "function", node.name, hot=hot)
         local = self._function_qualname(node.name) if self.module is not None else None
         if local is not None:
-            facts = self.facts()
-            role = facts.roles.get(local)
-            if role and not hot:
-                scope.hot, scope.step = role.kind == PER_FORWARD, role.kind == PER_STEP
-                scope.reason, scope.role = role.reason, role
-            replaced = facts.replaced.get(local) or (cls and facts.replaced.get(cls.name))
-            scope.replaced = replaced or None
-        positional = args.posonlyargs + args.args
-        for arg in positional + args.kwonlyargs:
-            scope.params.add(arg.arg)
-        for extra in (args.vararg, args.kwarg):
-            if extra is not None:
-                scope.params.add(extra.arg)
-        for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
-            scope.defaults[arg.arg] = default
-        for arg, default in zip(args.kwonlyargs, args.kw_defaults):
-            if default is not None:
-                scope.defaults[arg.arg] = default
+            self._take_project_facts(scope, local, cls)
+        _record_parameters(scope, node.args)
         self.scopes.append(scope)
         return scope
 
+    def _take_project_facts(self, scope: Scope, local: str, cls: Optional[Scope]) -> None:
+        """The project model's role of a function (unless it is hot here already) and why it never runs."""
+        facts = self.facts()
+        role = facts.roles.get(local)
+        if role and not scope.hot:
+            scope.hot, scope.step = role.kind == PER_FORWARD, role.kind == PER_STEP
+            scope.reason, scope.role = role.reason, role
+        replaced = facts.replaced.get(local) or (cls and facts.replaced.get(cls.name))
+        scope.replaced = replaced or None
+
     def optional_imports(self) -> Dict[str, Tuple[str, ...]]:
-        """Names bound where an import may fail, each with the modules that block imports: names imported
-        in a module-level `try:` whose handler catches ImportError (or Exception, or anything), the names
-        that `try`/`except` assigns (`HAS_FLASH = True`, `FusedAdam = None`), and names bound under a
-        module-level `if is_<x>_available():`. Rules decide which of those packages matter to them."""
+        """Names bound where an import may fail, each with the modules that block imports (see
+        imports.optional_imports; computed once, only when asked)."""
         if self._optional is None:
-            self._optional = {}
-            for stmt in top_level_statements(self.tree.body):
-                if isinstance(stmt, ast.Try) and _guards_import(stmt):
-                    parts = [stmt.body] + [h.body for h in stmt.handlers] + [stmt.orelse]
-                elif isinstance(stmt, ast.If) and _availability_test(stmt.test):
-                    parts = [stmt.body]  # `if is_fp8_available(): import transformer_engine...`
-                else:
-                    continue
-                inner = [s for part in parts for s in top_level_statements(part)]
-                modules = tuple(m for s in inner for m in _imported_modules(s))
-                for stmt_inner in inner:
-                    for name in _bound_names(stmt_inner):
-                        self._optional[name] = self._optional.get(name, ()) + modules
+            self._optional = optional_imports(self.tree)
         return self._optional
 
     def calls(self) -> List[ast.AST]:
@@ -394,108 +375,22 @@ class FileContext(ProjectQueries, ScopeQueries, StepLoops):
             self._calls = find_nodes(self.tree, (ast.Call,))
         return self._calls
 
-    @property
-    def lines(self) -> List[str]:
-        if self._lines is None:
-            self._lines = split_lines(self.text)
-        return self._lines
-
-    def segment(self, node: ast.AST) -> Optional[str]:
-        """The source text of `node`, as `ast.get_source_segment` gives it, cut from the lines the
-        file was split into once (get_source_segment splits the whole file on every call)."""
-        try:
-            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
-            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
-        except AttributeError:
-            return None
-        if last is None or end_col is None:
-            return None
-        if "\r" in self.text:  # keep the file's own line endings inside the segment
-            if self._lines_with_ends is None:
-                self._lines_with_ends = _LINE_WITH_END.findall(self.text)  # (ast's own line splitting)
-            lines, joiner = self._lines_with_ends, ""
-        else:
-            lines, joiner = self.lines, "\n"
-        if not 0 < first <= last <= len(lines):
-            return None
-        if first == last:
-            return _byte_slice(lines[first - 1], col, end_col)
-        return joiner.join([_byte_slice(lines[first - 1], col, None)] + lines[first:last - 1]
-                           + [_byte_slice(lines[last - 1], 0, end_col)])
-
-    def char_col(self, line: int, byte_col: int) -> int:
-        if not 0 < line <= len(self.lines):
-            return byte_col
-        text = self.lines[line - 1]
-        if text.isascii():
-            return byte_col
-        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
-
-    def span(self, node: ast.AST) -> Span:
-        line = getattr(node, "lineno", 1)
-        col = getattr(node, "col_offset", 0)
-        end_line = getattr(node, "end_lineno", None) or line
-        end_col = getattr(node, "end_col_offset", None)
-        if end_col is None:
-            end_col = col
-        return Span(line, self.char_col(line, col), end_line, self.char_col(end_line, end_col))
 
 
-_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # lines as `ast` numbers them, ends kept
 
-
-def _byte_slice(line: str, start: int, end: Optional[int]) -> str:
-    """`line[start:end]` with UTF-8 byte offsets (as the ast gives columns)."""
-    if line.isascii():
-        return line[start:end]
-    return line.encode("utf-8")[start:end].decode("utf-8", "replace")
-
-
-IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})
-
-
-def _guards_import(node: ast.Try) -> bool:
-    """A `try:` around an import whose handler catches the import failing."""
-    if not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body):
-        return False
-    for handler in node.handlers:
-        caught = handler.type
-        names = [caught] if caught is None or not isinstance(caught, ast.Tuple) else caught.elts
-        for name in names:
-            if name is None or (isinstance(name, ast.Name) and name.id in IMPORT_ERRORS) or (
-                    isinstance(name, ast.Attribute) and name.attr in IMPORT_ERRORS):
-                return True
-    return False
-
-
-def _availability_test(test: ast.expr) -> bool:
-    """`is_fp8_available()`, `is_flash_attn_available() and x`: a test that an optional package is there."""
-    return any(isinstance(n, ast.Call) and "available" in (
-        n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else "")
-        for n in ast.walk(test))
-
-
-def _imported_modules(stmt: ast.stmt) -> List[str]:
-    """`import a.b` -> ['a.b']; `from a.b import c` -> ['a.b.c']."""
-    if isinstance(stmt, ast.Import):
-        return [a.name for a in stmt.names]
-    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-        return [f"{stmt.module}.{a.name}" for a in stmt.names]
-    return []
-
-
-def _bound_names(stmt: ast.stmt) -> Set[str]:
-    """Names a simple statement binds: imports and assignment targets."""
-    names: Set[str] = set()
-    if isinstance(stmt, ast.Import):
-        names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
-    elif isinstance(stmt, ast.ImportFrom):
-        names.update(a.asname or a.name for a in stmt.names if a.name != "*")
-    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        for target in targets:
-            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-    return names
+def _record_parameters(scope: Scope, args: ast.arguments) -> None:
+    """A function's parameters, and the defaults of those that have one."""
+    positional = args.posonlyargs + args.args
+    for arg in positional + args.kwonlyargs:
+        scope.params.add(arg.arg)
+    for extra in (args.vararg, args.kwarg):
+        if extra is not None:
+            scope.params.add(extra.arg)
+    for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+        scope.defaults[arg.arg] = default
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        if default is not None:
+            scope.defaults[arg.arg] = default
 
 
 # ------------------------------------------------------------------- call helpers for rules
