@@ -175,20 +175,21 @@ class Builder(RoleWalks, ModuleContexts):
             return None
         return self.method(cls, "__init__")
 
-    def method(self, cls_qual: str, name: str) -> Optional[str]:
-        """`cls.name` looked up through the project's base classes (depth first, to HIERARCHY_DEPTH)."""
-        stack = [(cls_qual, 0)]
-        while stack:
-            qual, depth = stack.pop()
-            mid, _, cls = qual.rpartition(".")
-            if mid not in self.r.by_id or depth > HIERARCHY_DEPTH:
-                continue
-            summary = self.summary(mid)
-            if f"{cls}.{name}" in summary.defs:
-                return f"{qual}.{name}"
-            info = summary.classes.get(cls)
-            bases = [self.project_class(mid, base) for base in (info.bases if info else ())]
-            stack.extend((base, depth + 1) for base in reversed(bases) if base is not None)
+    def method(self, cls_qual: str, name: str, depth: int = 0) -> Optional[str]:
+        """`cls.name` looked up through the project's base classes (depth first; a recursion bounded by
+        HIERARCHY_DEPTH, which also ends a cycle of bases)."""
+        mid, _, cls = cls_qual.rpartition(".")
+        if mid not in self.r.by_id or depth > HIERARCHY_DEPTH:
+            return None
+        summary = self.summary(mid)
+        if f"{cls}.{name}" in summary.defs:
+            return f"{cls_qual}.{name}"
+        info = summary.classes.get(cls)
+        for base in (info.bases if info else ()):
+            base_qual = self.project_class(mid, base)
+            found = self.method(base_qual, name, depth + 1) if base_qual is not None else None
+            if found:
+                return found
         return None
 
     def calls_of(self, qual: str) -> List[Tuple[str, str]]:

@@ -81,11 +81,19 @@ class ModuleContexts:
         return found
 
     def _find_imported(self, mid: str, function_level: bool) -> Iterable[str]:
+        by_id = self.r.by_id
         for module, name, _asname, level, _line, in_func in self.summary(mid).imports:  # type: ignore[attr-defined]
             if in_func and not function_level:
                 continue
             if level:
-                yield from self._relative_imported(mid, module, name, level)
+                base = self.r.relative_base(mid, level)
+                if base is None:
+                    continue
+                full = f"{base}.{module}" if base and module else (base or module)
+                for candidate in (full, f"{full}.{name}") if name and name != "*" else (full,):
+                    if candidate in by_id:
+                        yield candidate
+                        yield from self.parents(candidate)
                 continue
             found = self.r.find_module(module, mid)
             if found is not None:
@@ -95,17 +103,6 @@ class ModuleContexts:
                     sub = self.r.find_module(f"{module}.{name}", mid)
                     if sub is not None:
                         yield sub
-
-    def _relative_imported(self, mid: str, module: str, name: Optional[str], level: int) -> Iterator[str]:
-        base = self.r.relative_base(mid, level)
-        if base is None:
-            return
-        full = f"{base}.{module}" if base and module else (base or module)
-        candidates = [full] + ([f"{full}.{name}"] if name and name != "*" else [])
-        for candidate in candidates:
-            if candidate in self.r.by_id:
-                yield candidate
-                yield from self.parents(candidate)
 
     def parents(self, mid: str) -> Tuple[str, ...]:
         """The package `__init__` modules that importing `mid` runs first."""

@@ -243,6 +243,12 @@ class _Shards:
         self._load(shard)[key] = value
         self.dirty.add(shard)
 
+    def swap(self, key: str, value: Any) -> None:
+        """Hold `value` for `key` instead of what was read (an equal value: the shard is not rewritten)."""
+        entries = self.loaded.get(self.shard(key))
+        if entries is not None and key in entries:
+            entries[key] = value
+
     def drop(self, key: str) -> None:
         shard = self.shard(key)
         if self._load(shard).pop(key, None) is not None:
@@ -476,6 +482,7 @@ class ProjectStore:
                 found = None
             if found is not None and not found.light:
                 self._typed[sha] = found
+                self._summaries.swap(sha, found.to_tuple())  # (one copy of its records in memory)
         return found if found is not None and not found.light else None
 
     def put(self, relpath: str, size: int, mtime_ns: int, read_ns: int, sha: str,
