@@ -322,7 +322,6 @@ class Summary:
     text may hold facts that need the tree (steps, models, amp_calls: see summary.summarize)."""
 
     SCHEMA: ClassVar[int] = 6  # (6: typed records; 5: patch lines and the patch filter corrected)
-    TREE_FIELDS: ClassVar[Tuple[str, ...]] = ("light", "steps", "models", "amp_calls")
 
     light: bool = False
     imports: Tuple[Import, ...] = ()
@@ -413,7 +412,8 @@ class Summary:
         return hashlib.sha1(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _typed(imports: Sequence[Sequence[Any]], classes: Dict[str, Sequence[Any]], defs: Dict[str, Sequence[Any]]) -> tuple:
+def _typed(imports: Sequence[Sequence[Any]], classes: Dict[str, Sequence[Any]],
+           defs: Dict[str, Sequence[Any]]) -> tuple:
     """The records of a summary's imports, classes and functions (rows of JSON's lists accepted)."""
     typed_imports = tuple([_new(Import, r) for r in imports])
     typed_classes = {name: _new(Class, (r[0], tuple(r[1]), tuple(r[2]))) for name, r in classes.items()}

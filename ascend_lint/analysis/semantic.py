@@ -14,8 +14,8 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from .data import HOT_METHODS, MIGRATED_PACKAGES, MIGRATING_MODULES, framework_kind
 from .imports import import_facts, optional_imports
-from .nodes import (CHILD_FIELDS, FUNC_TYPES, LEAF_TYPES, LOOP_TYPES, SKIP_FIELDS, call_text, child_fields,  # noqa: F401
-                    find_nodes, top_level_statements)
+from .nodes import (CHILD_FIELDS, FUNC_TYPES, LEAF_TYPES, LOOP_TYPES, SKIP_FIELDS,  # noqa: F401
+                    call_text, child_fields, find_nodes, top_level_statements)
 from .positions import SourcePositions
 from .questions import NULL_VIEW, ProjectQuestions
 from .reasons import ProjectQueries

@@ -336,7 +336,8 @@ class ProjectIndex:
 
             with gc_paused():  # (it makes no cyclic garbage; nor do the summaries read from the store)
                 files = {rel: self.summaries[rel] for rel in self.shapes}
-                self._model = self._built = ProjectModel.build(files, *self._model_settings(), previous=self._built)
+                self._model = self._built = ProjectModel.build(files, *self._model_settings(),
+                                                               previous=self._built)
         self._digest = digest
         return self._model
 
