@@ -59,11 +59,11 @@ def test_parent_map():
 
 
 def test_old_import_paths_still_work():
-    from ascend_lint.analysis import semantic, summary
+    from ascend_lint.analysis import nodes, semantic
 
     for name in ("argument", "constant", "keyword", "has_star_args", "method_name", "receiver_name"):
         assert getattr(semantic, name) is getattr(astutil, name)
-    assert summary.call_text is dotted_name
+    assert nodes.call_text is dotted_name
 
 
 HELPER_DEF_RE = re.compile(r"^def (_?inside|_?contains|_?callee_name|_?called_name|_called|_?dotted)\(", re.M)

@@ -99,7 +99,7 @@ def _parsed_or_none(source: str):
         return None
 
 
-STEPPING = [text for text in CORPUS if light_summary(text)["light"]]  # (texts whose summary needs a tree)
+STEPPING = [text for text in CORPUS if light_summary(text).light]  # (texts whose summary needs a tree)
 
 
 @FUZZ_SETTINGS

@@ -12,7 +12,7 @@ from ascend_lint.cli import main
 from ascend_lint.config import Settings
 from ascend_lint.pipeline.index import ProjectIndex
 from ascend_lint.analysis.model import ProjectModel
-from ascend_lint.analysis.summary import light_summary, summarize
+from ascend_lint.analysis.summary import Summary, light_summary, summarize
 
 SYNC_FORWARD = "import torch\nimport torch_npu\n\ndef helper(x):\n    torch.npu.synchronize()\n    return x\n"
 
@@ -58,7 +58,7 @@ def test_an_unreadable_or_odd_file_contributes_no_facts(tmp_path, monkeypatch, c
     index.load()
     index.complete()
     assert index.model().function_role("helpers.helper") is None
-    assert index.summaries["binary.py"]["defs"] == {}
+    assert index.summaries["binary.py"].defs == {}
     found = check(tmp_path, monkeypatch, capsys, "helpers.py")
     assert found == []
 
@@ -116,7 +116,7 @@ def test_ten_thousand_modules(tmp_path):
     index.load()
     model = index.model()
     assert model.migrated(f"big.m{n - 1}") is not None  # reached through 10,000 imports
-    assert model.function_role("big.m0.f0")[0] == "hot"
+    assert model.role("big.m0.f0").kind == "per_forward"
     assert model.function_role("big.m3.f3") is None  # calls are followed to a bounded depth
 
 
@@ -127,7 +127,7 @@ def test_ten_thousand_modules(tmp_path):
 ])
 def test_summaries_of_odd_text_do_not_fail(text):
     summary = light_summary(text)
-    json.dumps(summary)
+    assert Summary.from_tuple(json.loads(json.dumps(summary.to_tuple()))) == summary
     ProjectModel.build({"m.py": summary, "pkg/__init__.py": summary})
     try:
         import ast
@@ -135,7 +135,8 @@ def test_summaries_of_odd_text_do_not_fail(text):
         tree = ast.parse(text)
     except SyntaxError:
         return
-    json.dumps(summarize(tree, text))
+    full = summarize(tree, text)
+    assert Summary.from_tuple(json.loads(json.dumps(full.to_tuple()))) == full
 
 
 def test_module_names_src_layout_namespace_packages_and_script_directories(tmp_path, monkeypatch, capsys):
@@ -160,7 +161,7 @@ def test_module_names_src_layout_namespace_packages_and_script_directories(tmp_p
     ]
     model = ProjectModel.build({rel: light_summary(text) for rel, text in files.items() if rel.endswith(".py")})
     assert model.class_kind("src.pkg.layers.Layer") == "module"
-    from ascend_lint.analysis.model import _Resolver
+    from ascend_lint.analysis.resolver import Resolver
 
-    resolver = _Resolver({rel: light_summary(text) for rel, text in files.items() if rel.endswith(".py")})
+    resolver = Resolver({rel: light_summary(text) for rel, text in files.items() if rel.endswith(".py")})
     assert resolver.find_module("local_utils", "tools.run.train") == "tools.run.local_utils"  # the script's dir

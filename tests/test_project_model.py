@@ -250,6 +250,7 @@ def test_deps_are_stored_and_replayed(tmp_path, monkeypatch, capsys):
     from ascend_lint.pipeline.cache import ResultCache
     from ascend_lint.config import load_settings
     from ascend_lint.pipeline.index import ProjectIndex
+    from ascend_lint.analysis.questions import Deps
     from ascend_lint.analysis.view import replay
     from ascend_lint.registry import load_registry, select_rules
 
@@ -265,10 +266,15 @@ def test_deps_are_stored_and_replayed(tmp_path, monkeypatch, capsys):
     model = index.model()
     assert replay(model, entry[4], index.summary_of)
     assert not replay(model, entry[4])  # the reasons name `train.py:8`: the line comes from train.py's summary
-    changed = [list(dep) for dep in entry[4]]
-    changed[0][-1] = "something else"
+    assert entry[4][0] == Deps.SCHEMA  # (the tuple form: [schema, [question, [args], answer], ...])
+    changed = [entry[4][0]] + [list(dep) for dep in entry[4][1:]]
+    facts = next(dep for dep in changed[1:] if dep[0] == "module_facts")
+    facts[-1] = [{}, {}]  # (no roles: another answer)
     assert not replay(model, changed, index.summary_of)
     assert not replay(model, "garbage") and not replay(model, [["no_such_query", 1]])
+    assert not replay(model, [Deps.SCHEMA + 1] + entry[4][1:], index.summary_of)  # another version: a miss
+    assert not replay(model, [Deps.SCHEMA, ["role", ["x"], ["not a role"]]])  # a malformed answer: a miss
+    assert replay(model, [], index.summary_of)  # no questions asked
 
 
 def test_an_edit_that_only_moves_lines_keeps_the_stored_model(tmp_path, monkeypatch, capsys):
@@ -333,7 +339,8 @@ def test_the_index_api_an_editor_uses(tmp_path):
     index.refresh(str(root / "train.py"), train)
     assert [f.code for f in linter.check(utils, str(root / "utils.py"))] == ["ASC203"]
     view = index.view_for(str(root / "utils.py"))
-    assert view.module_facts()["roles"]["log_metrics"] == ["step", "the step loop in `train.py:8` calls it"]
+    role = view.module_facts().roles["log_metrics"]
+    assert role.kind == "per_step" and role.reason.describe() == "the step loop in `train.py:8` calls it"
 
 
 @pytest.mark.parametrize("name", PROJECTS)
@@ -422,8 +429,8 @@ def test_precision_words_need_the_tree_only_when_precision_is_gathered():
     from ascend_lint.analysis.summary import light_summary
 
     text = "from mindspore import Model\n\nmodel = Model(net, loss, opt, amp_level='O2')\n"
-    assert light_summary(text)["light"] and not light_summary(text, precision=False)["light"]
-    assert light_summary(text + "loss.backward()\n", precision=False)["light"]  # (step loops still do)
+    assert light_summary(text).light and not light_summary(text, precision=False).light
+    assert light_summary(text + "loss.backward()\n", precision=False).light  # (step loops still do)
 
 
 def test_precision_is_gathered_only_for_rules_that_read_it(tmp_path, monkeypatch, capsys):
@@ -468,8 +475,8 @@ def test_a_patch_is_placed_on_its_own_line_and_only_project_names_patch():
 
     text = ('mod.first = impl.g\n"""A\ndocstring."""\nimport mod\nfrom pkg import impl\n\n'
             'mod.Model.forward = impl.fast_forward\n\tmod.f = impl.g\nself._x = _y\nother.thing = _z\n')
-    assert light_summary(text)["patches"] == [["mod.f", "impl.g", 8], ["mod.Model.forward", "impl.fast_forward", 7],
-                                              ["mod.first", "impl.g", 1]]
+    assert light_summary(text).patches == (("mod.f", "impl.g", 8), ("mod.Model.forward", "impl.fast_forward", 7),
+                                           ("mod.first", "impl.g", 1))
 
 
 def test_a_patch_reason_names_the_line_of_the_assignment(tmp_path, monkeypatch, capsys):
@@ -512,7 +519,7 @@ def test_device_context_is_the_whole_text_search(text):
     """`search_near` tries the device patterns only around their anchors: the same answer as a search of the
     whole text."""
     from ascend_lint.analysis.data import GPU_TEXT_NEEDLES, GPU_TEXT_RE, NPU_TEXT_NEEDLES, NPU_TEXT_RE
-    from ascend_lint.analysis.summary import gpu_context, npu_context
+    from ascend_lint.analysis.textfacts import gpu_context, npu_context
 
     assert gpu_context(text) == (any(n in text for n in GPU_TEXT_NEEDLES) and GPU_TEXT_RE.search(text) is not None)
     assert npu_context([], text) == (any(n in text for n in NPU_TEXT_NEEDLES) and NPU_TEXT_RE.search(text) is not None)
@@ -531,11 +538,11 @@ def test_needle_searches_find_what_substring_tests_find():
     """The anchored searches that stand in for `any(needle in text ...)` (NPU needles, precision words)
     give its answer, on texts holding a needle or almost one."""
     from ascend_lint.analysis.data import NPU_TEXT_NEEDLES, PRECISION_WORDS
-    from ascend_lint.analysis.summary import _needle_searches
+    from ascend_lint.analysis.textfacts import needle_searches
 
     for needles, anchors in ((NPU_TEXT_NEEDLES, ("npu", "hccl")), (PRECISION_WORDS, ("6", "M", "v", "(", "_f")),
                              (["ab", "cab", "b(", "x"], ("b", "a"))):
-        searches = _needle_searches(needles, anchors)
+        searches = needle_searches(needles, anchors)
         for text in _near_misses(list(needles)):
             assert any(search(text) for search in searches) == any(n in text for n in needles), (needles, text)
 
@@ -544,19 +551,21 @@ def test_needle_searches_find_what_substring_tests_find():
 def test_precision_words_left_to_might_step(word):
     """light_summary does not look for these precision words: a text that holds one is one might_step accepts,
     wherever the word lies in a name."""
-    from ascend_lint.analysis.summary import light_summary, might_step
+    from ascend_lint.analysis.factlines import might_step
+    from ascend_lint.analysis.summary import light_summary
 
     for text in (word, f"x = {word}", f"_{word}_", f"aTrain{word}Rain2", f"xRAIN_{word}(a)", f"\u00e9{word}\u00f6"):
-        assert might_step(text) and light_summary(text)["light"]
+        assert might_step(text) and light_summary(text).light
 
 
 def test_light_flag_is_the_precision_word_test():
     """The "light" flag: might_step, or any precision word in the text."""
     from ascend_lint.analysis.data import PRECISION_WORDS
-    from ascend_lint.analysis.summary import light_summary, might_step
+    from ascend_lint.analysis.factlines import might_step
+    from ascend_lint.analysis.summary import light_summary
 
     for text in _near_misses(PRECISION_WORDS):
-        assert light_summary(text)["light"] == (might_step(text) or any(w in text for w in PRECISION_WORDS)), text
+        assert light_summary(text).light == (might_step(text) or any(w in text for w in PRECISION_WORDS)), text
 
 
 STEP_CALLS = [
@@ -578,7 +587,7 @@ def test_step_calls_are_found_in_the_text(call):
     passes over a diffusion scheduler's `step`."""
     import ast
 
-    from ascend_lint.analysis.summary import might_step, step_call_lines
+    from ascend_lint.analysis.factlines import might_step, step_call_lines
     from ascend_lint.analysis.semantic import FileContext, is_step_call
 
     text = f"import torch\ntrainer = nn.TrainOneStepCell(net, opt)\n\n\ndef f():\n    {call}\n"
@@ -608,19 +617,19 @@ def test_a_loop_calling_a_helper_that_steps_is_a_step_loop(helpers):
         "        print(x)\n        apply(opt)\n")
     loop = text.count("\n", 0, text.index("for x"))
     summary = summarize(ast.parse(text), text, None, light_summary(text))
-    assert summary["steps"] == [["train", loop + 1, {"apply": loop + 3}]]
+    assert summary.steps == (("train", loop + 1, {"apply": loop + 3}),)
 
 
 def test_lines_calling_many_names_are_found_as_for_a_few():
     """For many names, the lines holding `name(` come from one pass over the reversed text: the lines a
     search of each name finds (inside longer names, in comments, at the text's ends, non-ASCII names)."""
-    from ascend_lint.analysis.summary import _call_offsets, _line_numbers, _word_offsets
+    from ascend_lint.analysis.factlines import call_offsets, line_numbers, word_offsets
 
     names = {f"f{n}" for n in range(40)} | {"g", "größe", "_h2"}
     text = "f1(x)\nyf2(x)\n g (x)\nf3 = f4\n\nprint(größe(1), _h2())\n#f39(\nf5("
-    each = _line_numbers(text, _word_offsets(text, [name + "(" for name in names]))
+    each = line_numbers(text, word_offsets(text, [name + "(" for name in names]))
     assert each == [1, 2, 6, 7, 8]
-    assert _line_numbers(text, _call_offsets(text, names)) == each
+    assert line_numbers(text, call_offsets(text, names)) == each
 
 
 @pytest.mark.parametrize("line, fp32", [
@@ -635,8 +644,8 @@ def test_a_model_trained_without_amp_is_fp32_unless_its_body_mentions_a_reduced_
 
     text = "from mindspore import Model\n\n\ndef main():\n    net = Net()\n    model = Model(net, loss)\n" + line
     summary = summarize(ast.parse(text), text, None, light_summary(text))
-    trained = [["Net", "fp32", 6, "`Model(...)` without `amp_level`", "main"]]
-    assert summary.get("models", []) == (trained if fp32 else [])
+    trained = (("Net", "fp32", 6, "`Model(...)` without `amp_level`", "main"),)
+    assert summary.models == (trained if fp32 else ())
 
 
 def _step_scripts(root: Path, helpers_elsewhere: bool) -> None:
@@ -693,8 +702,8 @@ def test_touched_files_with_the_stored_bytes_are_not_summarised_again(tmp_path, 
     root = copy_project("step_helper", tmp_path)
     first = cli(root, ".", monkeypatch=monkeypatch, capsys=capsys)
     summarised: List[int] = []
-    original = index_module.light_summary
-    monkeypatch.setattr(index_module, "light_summary", lambda *args: summarised.append(1) or original(*args))
+    original = index_module.text_rows
+    monkeypatch.setattr(index_module, "text_rows", lambda *args: summarised.append(1) or original(*args))
     later = 10 ** 9 * (int(os.stat(root / "train.py").st_mtime) + 100)
     for path in root.glob("*.py"):
         os.utime(path, ns=(later, later))
@@ -726,7 +735,7 @@ def test_files_with_the_same_bytes_get_equal_summaries(jobs, tmp_path, monkeypat
     rules, _ = select_rules(load_registry(), settings)
     paths = sorted(str(p) for p in root.rglob("*.py"))
     results = lint_targets(Linter(rules, settings), [Target(p, True) for p in paths], jobs=jobs, index=index)
-    assert summaries["model_a/train.py"] == summaries["model_b/train.py"] and not summaries["model_a/train.py"]["light"]
+    assert summaries["model_a/train.py"] == summaries["model_b/train.py"] and not summaries["model_a/train.py"].light
     codes = {os.path.relpath(r.path, root).replace(os.sep, "/"): [f.code for f in r.findings] for r in results}
     assert codes["model_a/utils.py"] == codes["model_b/utils.py"] == codes["model_c/utils.py"] == ["ASC203", "ASC202"]
 
@@ -814,7 +823,7 @@ def test_a_file_no_rule_parses_is_summarised_from_the_parts_that_can_hold_its_fa
     if "\r" in text.replace("\r\n", ""):
         assert parsed == [text]
     else:
-        assert whole["steps"] == [["", 38, {"build": 40}]] and bool(whole.get("models")) == precision
+        assert whole.steps == (("", 38, {"build": 40}),) and bool(whole.models) == precision
         kept = parsed[0].splitlines()
         assert len(kept) == len(text.splitlines())
         assert "Many lines" not in parsed[0] and "async for" not in parsed[0]
@@ -839,7 +848,7 @@ def test_the_whole_file_is_parsed_when_the_parts_do_not_parse_and_none_when_neit
             return None
 
     broken = SKETCHED.replace("return [a for", "return [a for for")  # (in a function the sketch cuts away)
-    assert summarize_text(broken, light_summary(broken), False, parse)["steps"]
+    assert summarize_text(broken, light_summary(broken), False, parse).steps
     assert len(parsed) == 1 and "for for" not in parsed[0]
     broken = SKETCHED.replace("opt.step()", "opt.step(:")  # (in one it keeps)
     parsed.clear()

@@ -1,7 +1,12 @@
-"""The analysis layer: every fact a rule asks about, computed in one place.
+"""The analysis layer: every fact a rule asks about, computed in one place (docs/analysis.md).
 
-Per file, `semantic.FileContext` (aliases -> qualified names, scopes, guards, NPU context); per project,
-`summary` (each file's facts), `model` (the project's answers: class hierarchy, roles, migration, patches,
-precision) and `view` (what one file's rules see, recorded as dependencies). Catalogue knowledge is data
-(`data`, `training_code`). Imports only the rule API and the base modules (config, fileio).
+Typed, versioned records (`records`: a file's `Summary` and its parts; `Role`, `Reason`, `Place`, `Precision`,
+`ModuleFacts`), and the questions a file's rules may ask (`questions`). Per file, the semantic model
+`semantic.FileContext` (with its facets `steps`, `scopes`, `reasons`); per project, the summaries
+(`summary`, from `textscan` and `factlines` on the text, `precision` and the step loops on the tree), the model
+built from them (`model`: `resolver`, `builder` with `roles` and `contexts`, answers in `tables`) and `view`
+(what one file's rules see, recorded as deps). Catalogue knowledge is data (`data`, `training_code`).
+
+Modules import one way, from `records` up to `view` (tests/test_analysis_records.py checks it), and nothing
+above the rule API and the base modules (rule, fileio, compat).
 """

@@ -92,6 +92,9 @@ DEVICE_QUERY_METHODS = frozenset({"current_device", "current_device_name", "devi
 PRECISION_WORDS = ("amp.initialize", "amp_level", ".half()", ".bfloat16()", "to_float", "float16)", " Model(",
                    "=Model(", "TrainOneStep", "MixedPrecision", "param_dtype", "autocast", "build_train_network",
                    "auto_mixed_precision", "add_flags_recursive")
+# Any of these in a body: it may set a reduced precision somewhere, so "trained in fp32" is not concluded.
+FP_WORDS = ("float16", "bfloat16", "fp16", "bf16", "amp_level", "to_float", "mixed_precision", "half",
+            "autocast", "amp.initialize", "auto_mixed_precision", "MixedPrecision", "param_dtype", "add_flags")
 
 
 def framework_kind(qualname: str) -> Optional[str]:

@@ -20,12 +20,29 @@ from __future__ import annotations
 
 import ast
 import enum
-from typing import TYPE_CHECKING, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, List, Optional, Protocol
 
 from .data import DEVICE_QUERY_METHODS
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .semantic import FileContext
+
+
+class WalkState(Protocol):
+    """What placement reads of the semantic model (semantic.FileContext) where the walk is."""
+
+    scopes: List[Any]
+    local_functions: Dict[str, ast.AST]
+
+    @property
+    def function(self) -> Any: ...
+
+    @property
+    def class_scope(self) -> Any: ...
+
+    def binding_before(self, name: str, node: ast.AST) -> Any: ...
+
+    def is_local(self, name: str) -> bool: ...
+
+    def qualname(self, node: ast.AST) -> Optional[str]: ...
 
 
 class Place(str, enum.Enum):
@@ -94,7 +111,7 @@ class Placement:
 
     MAX_DEPTH = 12  # names followed through their bindings
 
-    def __init__(self, ctx: "FileContext") -> None:
+    def __init__(self, ctx: WalkState) -> None:
         self.ctx = ctx
         self._memo: Dict[int, Place] = {}
         self._buffers: Dict[int, frozenset] = {}  # class node -> the names it registers as buffers

@@ -18,9 +18,10 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from ..analysis.imports import ImportFacts, import_facts  # noqa: F401  (the fixer imports them from here)
+from ..analysis.imports import modules_of as _modules_of
 
 STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 NOQA_F401 = "  # noqa: F401"
@@ -28,45 +29,6 @@ IMPORTS = (ast.Import, ast.ImportFrom)
 
 
 # ----------------------------------------------------------------------------- what the file imports
-@dataclass
-class ImportFacts:
-    bound: Set[str] = field(default_factory=set)  # dotted modules usable by name (`import a.b` -> a, a.b)
-    aliases: Dict[str, str] = field(default_factory=dict)  # module -> alias of `import module as alias`
-    loaded: Set[str] = field(default_factory=set)  # modules (and parents) imported unconditionally in any form
-    guarded: Set[str] = field(default_factory=set)  # modules imported only conditionally / in functions
-
-
-def _parents(module: str) -> List[str]:
-    parts = module.split(".")
-    return [".".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def _modules_of(stmt: ast.stmt) -> List[str]:
-    if isinstance(stmt, ast.Import):
-        return [alias.name for alias in stmt.names]
-    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-        return [stmt.module] + [f"{stmt.module}.{a.name}" for a in stmt.names if a.name != "*"]
-    return []
-
-
-def import_facts(tree: ast.Module) -> ImportFacts:
-    facts = ImportFacts()
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.asname:
-                    facts.aliases.setdefault(alias.name, alias.asname)
-                else:
-                    facts.bound.update(_parents(alias.name))
-        for module in _modules_of(stmt):
-            facts.loaded.update(_parents(module))
-    for node in ast.walk(tree):  # imports anywhere else: conditional, or inside functions and classes
-        if isinstance(node, IMPORTS) and node not in tree.body:
-            for module in _modules_of(node):
-                facts.guarded.update(m for m in _parents(module) if m not in facts.loaded)
-    return facts
-
-
 def names_module(texts: Sequence[str], module: str) -> bool:
     """Does fix text spell the module's top-level name (`torch_npu.optim.NpuFusedSGD`)?"""
     root = re.escape(module.split(".")[0])

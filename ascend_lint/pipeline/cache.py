@@ -37,11 +37,11 @@ from dataclasses import asdict
 from typing import AbstractSet, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type
 
 from .. import __version__
-from ..analysis.summary import SUMMARY_SCHEMA
 from ..config import DEFAULT_CACHE_DIR, Settings
 from ..core_rules import PARSE_ERROR_CODE, UNUSED_NOQA_CODE
 from .cache_io import (FILE_BYTES, SHARD_BYTES, Identity, make_dirs, own_dirs, read_json, remove_own, untrusted,
                        warn_untrusted, write_json)
+from ..analysis.records import Summary
 from .discovery import Listing
 from ..fileio import _umask, write_atomic
 from ..rule import Applicability, Edit, Finding, Fix, Rule, Severity, Span
@@ -199,11 +199,15 @@ def _well_formed(entry: Any) -> bool:
 
 
 def _deps_framed(deps: Any) -> bool:
-    """Deps as the cache frames them: a list of [question, ..., answer] lists (analysis.view.replay checks
-    the questions and answers)."""
+    """Deps as the cache frames them: [] or the tuple form of analysis.questions.Deps, [schema, [question,
+    args, answer], ...] (its decoder, Deps.load in analysis.view.replay, checks questions and answers)."""
     if type(deps) is not list:
         return False
-    for dep in deps:
+    if not deps:
+        return True
+    if type(deps[0]) is not int:
+        return False
+    for dep in deps[1:]:
         if type(dep) is not list or len(dep) < 2 or type(dep[0]) is not str:
             return False
     return True
@@ -335,6 +339,12 @@ class _Shards:
         self._load(shard)[key] = value
         self.dirty.add(shard)
 
+    def swap(self, key: str, value: Any) -> None:
+        """Hold `value` for `key` instead of what was read (an equal value: the shard is not rewritten)."""
+        entries = self.loaded.get(self.shard(key))
+        if entries is not None and key in entries:
+            entries[key] = value
+
     def drop(self, key: str) -> None:
         shard = self.shard(key)
         if self._load(shard).pop(key, None) is not None:
@@ -391,6 +401,11 @@ def _trusted(directory: str, folder: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- the result cache
+def _deps_record(deps: Any) -> Any:
+    """A file's deps as stored: the tuple form of a typed record, else the value itself ([] for none)."""
+    return deps.to_tuple() if hasattr(deps, "to_tuple") else (deps if deps is not None else [])
+
+
 class ResultCache:
     """Findings (and deps) of one run key; `lookup` before linting, `store` after, `save` once at the end.
 
@@ -500,7 +515,7 @@ class ResultCache:
         self.seen.add(key)
         _size, mtime, ctime, inode = _to_record(self._before_read(key), size, mtime_ns, read_ns)
         self._shards.put(key, [sha, size, mtime, [encode_finding(f) for f in findings],
-                               deps if deps is not None else [], list(notes), ctime, inode])
+                               _deps_record(deps), list(notes), ctime, inode])
 
     def _before_read(self, key: str) -> Optional[Stamp]:
         """The stat `lookup` was given when it missed, else the one recorded (a stat hit confirmed it)."""
@@ -531,7 +546,7 @@ def _has_fix(finding: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------- the project store
-PROJECT_SCHEMA = 4  # (4: summary schema 5)
+PROJECT_SCHEMA = 5  # (5: summaries in the tuple form of records.Summary, schema 6)
 
 
 def project_store_dir(settings: Settings, root: str, precision: bool = True) -> str:
@@ -549,9 +564,9 @@ def _index_entry(value: Any) -> bool:
 
 
 def _summary_framed(value: Any) -> bool:
-    """A stored summary as the store frames it: a complete summary of this schema. (Its contents are the
-    analysis layer's records, checked by their decoders.)"""
-    return isinstance(value, dict) and value.get("light") is False and value.get("schema") == SUMMARY_SCHEMA
+    """A stored summary as the store frames it: the tuple form of a records.Summary (a JSON list). Its
+    contents are checked by the record's decoder (ProjectStore.summary: a miss on anything odd)."""
+    return type(value) is list
 
 
 class ProjectStore:
@@ -568,6 +583,7 @@ class ProjectStore:
         self._before: Dict[str, Stamp] = {}  # relpath -> its stat when stat_entry missed (before it was read)
         self._summaries = _Shards(os.path.join(folder, "summaries"), header, SUMMARY_SHARDS, _summary_framed,
                                   self.enabled)
+        self._typed: Dict[str, Summary] = {}  # sha -> the summary read from the shards (each made once)
         self._listing: Any = None  # discovery.Listing, read on first use
         self._load_index()
 
@@ -608,11 +624,22 @@ class ProjectStore:
         entry = self.index.get(relpath)
         return (entry[2], entry[3]) if entry is not None else None
 
-    def summary(self, sha: str) -> Optional[Dict[str, Any]]:
-        return self._summaries.get(sha)
+    def summary(self, sha: str) -> Optional[Summary]:
+        """The complete summary stored for these bytes (None: none, or malformed)."""
+        found = self._typed.get(sha)
+        if found is None:
+            value = self._summaries.get(sha)
+            try:
+                found = Summary.from_tuple(value) if isinstance(value, list) else None
+            except (TypeError, ValueError, IndexError, KeyError):
+                found = None
+            if found is not None and not found.light:
+                self._typed[sha] = found
+                self._summaries.swap(sha, found.to_tuple())  # (one copy of its records in memory)
+        return found if found is not None and not found.light else None
 
     def put(self, relpath: str, size: int, mtime_ns: int, read_ns: int, sha: str,
-            summary: Optional[Dict[str, Any]], shape: str) -> None:
+            summary: Optional[Summary], shape: str) -> None:
         """Record a file's stat, hash and shape, and its complete summary (ctime and inode from the stat
         `stat_entry` was given when it missed, else from the stat recorded)."""
         old = self.index.get(relpath)
@@ -622,8 +649,8 @@ class ProjectStore:
         if old != entry:
             self.index[relpath] = entry
             self._index_dirty = True
-        if summary is not None and summary.get("light") is False and self._summaries.get(sha) is None:
-            self._summaries.put(sha, summary)
+        if summary is not None and not summary.light and self._summaries.get(sha) is None:
+            self._summaries.put(sha, summary.to_tuple())
 
     def forget_missing(self, present: Iterable[str]) -> None:
         keep = set(present)

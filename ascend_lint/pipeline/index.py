@@ -23,7 +23,8 @@ from functools import partial
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..analysis.model import MODEL_SCHEMA, ProjectModel, module_id
-from ..analysis.summary import SUMMARY_SCHEMA, Summary, light_summary, shape_of, summarize, summarize_text
+from ..analysis.summary import SUMMARY_SCHEMA, Summary, summarize, summarize_text
+from ..analysis.textscan import share_rows, text_rows
 from ..analysis.view import ProjectView
 from ..config import ConfigError
 from ..engine.linter import gc_paused, parse
@@ -289,7 +290,7 @@ class ProjectIndex:
     def shape(self, rel: str) -> str:
         shape = self.shapes.get(rel)
         if shape is None:
-            shape = self.shapes[rel] = shape_of(self.summaries[rel])
+            shape = self.shapes[rel] = self.summaries[rel].shape()
         return shape
 
     def update(self, path: str, summary: Optional[Summary], sha: str = "", size: int = 0, mtime_ns: int = 0,
@@ -305,7 +306,7 @@ class ProjectIndex:
             self.summaries[rel] = summary
             self.shapes[rel] = None
             if old_shape is None or self.shape(rel) != old_shape:  # (the same shape: only lines moved)
-                if self._model is not None and old is not None and tree_facts_only(old, summary):
+                if self._model is not None and old is not None and old.gained_only_tree_facts(summary):
                     self._tree_changes[rel] = summary  # the model is brought up to date cheaply
                 else:
                     self._model = None
@@ -334,7 +335,7 @@ class ProjectIndex:
     def incomplete(self) -> List[str]:
         """Relative paths whose summary still lacks the facts that need the syntax tree (only summaries made
         in this run can: stored ones are complete)."""
-        return [rel for rel, s in self.summaries.loaded.items() if s.get("light")]
+        return [rel for rel, s in self.summaries.loaded.items() if s.light]
 
     def complete(self, skip: Iterable[str] = (), only: Optional[Iterable[str]] = None) -> None:
         """Parse the files whose summaries still need the tree (not the ones in `skip`: being linted)."""
@@ -374,15 +375,17 @@ class ProjectIndex:
         if tables is None and self._model is not None:
             refreshed = self._model.with_tree_facts(self._tree_changes)
         self._tree_changes = {}
-        if tables is not None and tables.get("schema") == MODEL_SCHEMA:
-            self._model = ProjectModel(tables)
+        stored = ProjectModel.load(tables) if tables is not None else None
+        if stored is not None:
+            self._model = stored
             self._stored_digest = digest  # (the store has this model: save() need not write it)
         elif refreshed is not None:
             self._model = self._built = refreshed
         else:
-            files = {rel: self.summaries[rel] for rel in self.shapes}
-            with gc_paused():  # (it makes no cyclic garbage)
-                self._model = self._built = ProjectModel.build(files, *self._model_settings(), previous=self._built)
+            with gc_paused():  # (it makes no cyclic garbage; nor do the summaries read from the store)
+                files = {rel: self.summaries[rel] for rel in self.shapes}
+                self._model = self._built = ProjectModel.build(files, *self._model_settings(),
+                                                               previous=self._built)
         self._digest = digest
         return self._model
 
@@ -431,28 +434,33 @@ def _text_summaries(unknown: List[Tuple[str, str, Any, Optional[str]]], jobs: in
         packed = partial(_summarise_packed, precision=precision)
         parts: Iterable[list] = map(marshal.loads, map_in_workers(packed, chunks, jobs))
     else:
-        parts = [_summarise_files(items, precision)]
+        parts = [_summarise_files(items, precision, typed=True)]
+    typed: Dict[Any, Any] = {}  # records of the summaries made so far: equal ones become one object
     for part in parts:
         for rel, sha, light, read_ns in part:
             path, st = stats[rel]
+            if light is not None and not isinstance(light, Summary):  # (its tuple form, from a worker)
+                light = Summary.from_tuple(light, typed)
             yield path, rel, sha, light, st, read_ns
 
 
 def _summarise_packed(items: Sequence[Tuple[str, str, Optional[str]]], precision: bool) -> bytes:
     """`_summarise_files` for a worker process: marshalled (3x faster than pickling both ways; the names
     and records a chunk's summaries share come back shared)."""
-    return marshal.dumps(_summarise_files(items, precision))
+    return marshal.dumps(_summarise_files(items, precision, typed=False))
 
 
-TextSummary = Tuple[str, Optional[str], Optional[Summary], int]  # (rel, hash, text-only summary, read time)
+TextSummary = Tuple[str, Optional[str], Any, int]  # (rel, hash, text-only summary or its tuple form, read time)
 
 
-def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]], precision: bool) -> List[TextSummary]:
+def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]], precision: bool,
+                     typed: bool = True) -> List[TextSummary]:
     """(rel, content hash or None when unreadable, text-only summary, read time) of each (path, rel, hash the
     store has for it): no summary (None) for a file whose bytes have that hash. `precision`: see
-    light_summary."""
+    textscan.text_rows. `typed`: records.Summary values, else their tuple forms (for marshal), with the names
+    and records they share as one object."""
     out = []
-    same: Dict[str, Summary] = {}  # content hash -> its summary: copies of a file are summarised once
+    same: Dict[str, Any] = {}  # content hash -> its summary: copies of a file are summarised once
     records: Dict[Any, Any] = {}  # equal names and records of different files become one object
     for path, rel, recorded in items:
         read_ns = time.time_ns()
@@ -461,7 +469,7 @@ def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]], precision:
         except OSError:
             raw = None
         if raw is None:
-            out.append((rel, None, _empty(), read_ns))
+            out.append((rel, None, _empty() if typed else _EMPTY_ROWS, read_ns))
             continue
         sha = hashlib.sha256(raw).hexdigest()
         if sha == recorded:
@@ -470,23 +478,28 @@ def _summarise_files(items: Sequence[Tuple[str, str, Optional[str]]], precision:
         light = same.get(sha)
         if light is None:
             text = _decode(raw)
-            light = same[sha] = light_summary(text, records, precision) if text is not None else _empty()
+            if text is None:
+                light = _empty() if typed else _EMPTY_ROWS
+            elif typed:
+                light = Summary.from_tuple(text_rows(text, records, precision), records)
+            else:
+                light = share_rows(text_rows(text, records, precision), records)
+            same[sha] = light
         out.append((rel, sha, light, read_ns))
         after_reading(len(raw))
     return out
 
 
-TREE_KEYS = frozenset({"light", "steps", "models", "amp_calls"})  # what summarize() adds to a light summary
-
-
 def tree_facts_only(old: Summary, new: Summary) -> bool:
     """Did a text-only summary become `new` by gaining only the facts read from the tree?"""
-    return bool(old.get("light")) and all(old.get(k) == new.get(k) for k in set(old) | set(new) if k not in TREE_KEYS)
+    return old.gained_only_tree_facts(new)
 
 
 def _empty() -> Summary:
-    return {"schema": SUMMARY_SCHEMA, "light": False, "imports": [], "classes": {}, "defs": {}, "patches": [],
-            "entry": False, "npu": False, "gpu": False, "mode": None}
+    return Summary.empty()
+
+
+_EMPTY_ROWS = Summary.empty().to_tuple()
 
 
 def _parse(text: str) -> Any:

@@ -41,6 +41,7 @@ from .workers import make_chunks, pool_context
 from ..engine.linter import FileResult, Linter, error_finding
 from ..fileio import SourceError, SourceFile, decode_source, read_bytes, read_source, split_lines
 from ..heap import after_reading, give_back
+from ..analysis.records import Summary
 from ..analysis.view import replay
 from ..rule import Finding, Rule
 
@@ -285,7 +286,7 @@ def _source(path: str, raw: bytes) -> Optional[SourceFile]:
     return SourceFile(path, raw, text, encoding)
 
 
-def _summary_wanted(index, path: str, sha: str) -> Tuple[bool, Optional[dict]]:
+def _summary_wanted(index, path: str, sha: str) -> Tuple[bool, Optional[Summary]]:
     """(does the index want this file's full summary from its parse?, its text-only summary of these bytes)"""
     if index is None or not hasattr(index, "summaries"):
         return False, None
@@ -294,7 +295,7 @@ def _summary_wanted(index, path: str, sha: str) -> Tuple[bool, Optional[dict]]:
         return False, None
     known = index.summaries.get(rel)
     same_bytes = index.hashes.get(rel) == sha
-    if known is not None and not known.get("light") and same_bytes:
+    if known is not None and not known.light and same_bytes:
         return False, None
     return True, (known if known is not None and same_bytes else None)
 

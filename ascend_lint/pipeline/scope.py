@@ -34,8 +34,8 @@ class ImportScope:
         """The files below the root that the file at `path` (absolute) imports, package `__init__`s included."""
         found: Dict[str, None] = {}
         directory = os.path.dirname(path)
-        for record in summary.get("imports", ()):
-            module, name, level = record[0] or "", record[1], record[3]
+        for record in summary.imports:
+            module, name, level = record.module or "", record.name, record.level
             for base in self._bases(directory, level):
                 hits = self._module_files(base, module, name)
                 if hits:

@@ -368,13 +368,13 @@ class HostToDeviceCopyInForward(Rule):
                       "which `model.to(device)` moves with the model")
         elif kind == "cell":
             remedy = "create it once in `__init__` (`self.name = Tensor(...)`) and use `self.name`"
-        elif ctx.hot_reason():
+        elif ctx.hot_role().reason:
             remedy = "build it once (e.g. a buffer of the calling module) and pass it in"
         else:
             remedy = "build it once outside the Function (e.g. a module buffer) and pass it in"
         fix = self._fix(node, ctor, buffer_expr) if kind == "module" and buffer_expr is not None else None
         mode = " in PyNative mode (MindSpore's default; GRAPH_MODE and `@jit` fold it)" if kind == "cell" else ""
-        self.report(node, ctor=label, method=ctx.hot_label(), mode=mode, remedy=remedy, fix=fix)
+        self.report(node, ctor=label, method=ctx.hot_role().describe(), mode=mode, remedy=remedy, fix=fix)
 
     def _hot_class_kind(self) -> Optional[str]:
         cls = self._hot_class()

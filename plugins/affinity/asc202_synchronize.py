@@ -166,10 +166,10 @@ class SynchronizeInHotPath(Rule):
         ctx = self.ctx
         hot = ctx.hot_method()
         if hot is not None:
-            where, remedy = ctx.hot_label(), HOT_REMEDY
+            where, remedy = ctx.hot_role().describe(), HOT_REMEDY
         elif ctx.in_step_loop(called_only=True):
-            note = ctx.step_note()
-            where = f"the training step loop ({note})" if note else "the training step loop"
+            role = ctx.step_role()
+            where = f"the training step loop ({role.describe()})" if role else "the training step loop"
             remedy = STEP_REMEDY
         else:
             return

@@ -202,8 +202,8 @@ class HostSyncInStepLoop(Rule):
     def _check(self, node: ast.Call, expr: str) -> None:
         ctx = self.ctx
         if ctx.in_step_loop(called_only=True) and not ctx.guarded():
-            note = ctx.step_note()
-            self.report(node, message=self.message.format(expr=expr) + (f" ({note})" if note else ""))
+            role = ctx.step_role()
+            self.report(node, message=self.message.format(expr=expr) + (f" ({role.describe()})" if role else ""))
 
     def _func_key(self) -> int:
         func = self.ctx.function

@@ -5,7 +5,6 @@ import ast
 from typing import Optional
 
 from ascend_lint.analysis.placement import DEVICE
-from ascend_lint.analysis.summary import run_mode
 from ascend_lint.rule import Case, Docs, Rule
 
 # Tensor methods that copy device data to the host (`asnumpy` is MindSpore's `numpy`).
@@ -191,7 +190,7 @@ class HostSyncInForward(Rule):
             return False
         if read:
             return self.ctx.graph_mode() is not None
-        return run_mode(self.ctx.text) != "pynative"
+        return self.ctx.run_mode() != "pynative"
 
     def _report(self, node: ast.AST, shown: ast.AST, what: str, advice: str) -> None:
         text = ast.unparse(shown)

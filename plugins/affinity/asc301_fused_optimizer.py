@@ -250,7 +250,7 @@ class FusedOptimizerAvailable(Rule):
         torch_name = torch_optimizer(qual)
         if torch_name is not None and not self._dummy(node) and not self._implementation_chosen(node):
             caller = self.ctx.caller_precision()
-            if caller is not None and caller[0] == "bf16":
+            if caller is not None and caller.dtype == "bf16":
                 return  # a caller passes a model (or its parameters) cast to bf16, which the fused classes reject
             self._candidates.append((node, torch_name))
 

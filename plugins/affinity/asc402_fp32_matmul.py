@@ -275,9 +275,9 @@ class Fp32Matmul(Rule):
                 continue
             trained = self.ctx.training_precision(cls)  # decided by the script that trains the network
             if trained is not None:
-                if trained[0] != "fp32":
+                if trained.dtype != "fp32":
                     continue
-                reason = f"runs in float32 (the network is trained with {trained[1]})"
+                reason = f"runs in float32 (the network is trained with {trained.reason.describe()})"
             elif self.trains and not self.casts_fp16:
                 reason = "runs in float32 (nothing in this file casts the network to fp16)"
             else:

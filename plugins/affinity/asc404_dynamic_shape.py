@@ -213,7 +213,7 @@ class DynamicShapeInForward(Rule):
         return False
 
     def _method(self) -> str:
-        return self.ctx.hot_label()
+        return self.ctx.hot_role().describe()
 
     def _where_remedy(self) -> str:
         cls = self.ctx.class_scope
