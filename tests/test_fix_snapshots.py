@@ -15,7 +15,7 @@ from typing import List, Tuple
 import pytest
 
 from ascend_lint import cli
-from ascend_lint.fix import fixer
+from ascend_lint.fix import command, fixer
 from ascend_lint.config import Settings
 from ascend_lint.engine.linter import Linter
 from ascend_lint.fileio import decode_source
@@ -119,7 +119,7 @@ def test_diff_writes_nothing_and_shows_the_fix(case, tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == [target.name]
     old, encoding = decode_source(raw)
     new = (FIXTURES / f"{case}.out.py").read_bytes().decode(encoding)
-    assert out == fixer.unified_diff(target.name, old, new)
+    assert out == command.unified_diff(target.name, old, new)
     assert re.search(r"Would fix \d+ findings?\.", err)
 
 

@@ -18,7 +18,7 @@ from typing import List, Optional, Sequence, Type
 import pytest
 
 from ascend_lint import cli
-from ascend_lint.fix import fixer
+from ascend_lint.fix import command, fixer
 from ascend_lint.config import Settings
 from ascend_lint.engine.linter import Linter
 from ascend_lint.fileio import split_lines
@@ -719,7 +719,7 @@ def test_file_changed_on_disk_is_not_written(pack, capsys):
     linter = Linter([CudaString], cfg)
     results = [linter.lint_path(str(path))]
     path.write_text("d = 'cuda'  # edited meanwhile\n")
-    outcome = fixer.fix_results(results, linter, cfg)
+    outcome = command.fix_results(results, linter, cfg)
     _, err = capsys.readouterr()
     assert outcome.fixed == 0 and path.read_text() == "d = 'cuda'  # edited meanwhile\n"
     assert "changed on disk since it was read" in err

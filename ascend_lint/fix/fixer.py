@@ -214,11 +214,3 @@ def _syntax_culprits(text: str, fixes: Sequence[Finding], path: str) -> List[Fin
         except (SourceError, CannotFix):
             culprits.append(finding)
     return culprits
-
-
-def __getattr__(name: str):  # the command-line faces moved to command.py; old imports keep working
-    if name in ("fix_results", "fix_stdin", "unified_diff", "write_fixes", "FixOutcome", "DiffNameError"):
-        from . import command
-
-        return getattr(command, name)
-    raise AttributeError(name)

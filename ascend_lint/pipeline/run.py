@@ -80,7 +80,7 @@ class RunResult:
 
     results: List[FileResult]
     found: Found
-    fixes: Any = None  # a fix.fixer.FixOutcome when fixes were asked for
+    fixes: Any = None  # a fix.command.FixOutcome when fixes were asked for
     refused: List[str] = field(default_factory=list)  # broken configurations: their files were not linted
 
 
