@@ -11,13 +11,11 @@ from ascend_lint.rule import Applicability, Edit, Fix
 from ascend_lint.astutil import callee_name, constant, keyword, method_name
 
 from ._h2d_sharing import SharingCheck
-from ._h2d_values import MUTATORS, comprehension_names, name_nodes
+from ._h2d_values import MUTATORS, PURE_BUILTINS, comprehension_names, name_nodes
 
 # Functions that reorder the list they are given in place (`random.shuffle(self.order)`).
 SHUFFLES = frozenset({"shuffle"})
 # Builtins a constant-only expression may call (pure, no inputs).
-PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "bool", "sum", "min", "max", "abs",
-                           "sorted", "reversed", "zip", "enumerate", "round", "True", "False", "None"})
 
 
 class BufferFix(SharingCheck):

@@ -22,6 +22,10 @@ NON_DATA_KEYWORDS = frozenset({"device", "dtype", "requires_grad", "pin_memory",
 MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "__setitem__", "pop", "remove",
                       "clear", "sort", "reverse", "popitem", "discard"})
 SIZE_METHODS = frozenset({"size", "numel", "dim"})
+PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "bool", "sum", "min", "max", "abs",
+                           "sorted", "reversed", "zip", "enumerate", "round", "True", "False", "None"})
+# Words of functions whose result differs from call to call (a random mask is not the same per shape).
+RANDOM_WORDS = ("rand", "shuffle", "choice", "permutation", "normal", "uniform", "sample", "binomial", "poisson")
 
 
 class HotValues:
@@ -50,7 +54,7 @@ class HotValues:
         first = (args.posonlyargs + args.args)[:1]
         return first[0].arg if first else None
 
-    def _moves_to_device(self, call: ast.Call) -> bool:
+    def _target_is_device(self, call: ast.Call) -> bool:
         if method_name(call) in ("npu", "cuda"):
             return True
         device = keyword(call, "device")
@@ -113,16 +117,24 @@ class HotValues:
                 return None
         return None
 
-    def _depends_on_inputs(self, ctor: ast.Call, depth: int = 0) -> bool:
-        """Do the constructor's data read a parameter or an unknown local of the hot method?"""
+    def _depends_on_inputs(self, ctor: ast.Call, depth: int = 0, beyond_shape: bool = False) -> bool:
+        """Do the constructor's data read a parameter or an unknown local of the hot method? `beyond_shape`:
+        other than through its shape (`x.size(1)`, `x.shape[0]`, `len(x)`, `x.dim()`), which is the same on
+        every call with inputs of one shape."""
         data = list(ctor.args) + [kw.value for kw in ctor.keywords if kw.arg not in NON_DATA_KEYWORDS]
-        return any(self._expr_depends(expr, depth) for expr in data)
+        return any(self._expr_depends(expr, depth, beyond_shape) for expr in data)
 
-    def _expr_depends(self, expr: ast.expr, depth: int) -> bool:
+    def _shape_dependent(self, ctor: ast.Call) -> bool:
+        """Are the constructor's data computed from the inputs' shapes alone (`np.arange(x.size(1))[::-1]`)?"""
+        return self._depends_on_inputs(ctor) and not self._depends_on_inputs(ctor, beyond_shape=True)
+
+    def _expr_depends(self, expr: ast.expr, depth: int, beyond_shape: bool = False) -> bool:
         ctx = self.ctx
         own = comprehension_names(expr)
         self_name = self._self_name()
-        for name in loaded_names(expr):
+        if beyond_shape and self._impure_call(expr):
+            return True  # computed by code not known to give the same data for the same shape
+        for name in (names_outside_shapes(expr) if beyond_shape else loaded_names(expr)):
             if name in own or name == self_name or not ctx.is_local(name):
                 continue
             bound = ctx.binding(name)
@@ -131,8 +143,29 @@ class HotValues:
             func = ctx.function
             if func is not None and name in self._scan(func.node)[1]:
                 return True  # filled in place (`out = []; out.append(...)`): unknown content
-            if self._expr_depends(bound.value, depth + 1):
+            if self._expr_depends(bound.value, depth + 1, beyond_shape):
                 return True
+        return False
+
+    def _impure_call(self, expr: ast.expr) -> bool:
+        """Does `expr` call anything but builtins, non-random numpy/math functions and methods of plain
+        values (`.copy()`, `.reshape(...)`)?"""
+        for call in (n for n in ast.walk(expr) if isinstance(n, ast.Call)):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if not name or any(word in name.lower() for word in RANDOM_WORDS):
+                return True
+            qual = self.ctx.call_name(call)
+            if isinstance(func, ast.Name):
+                if func.id in PURE_BUILTINS and not self.ctx.is_local(func.id) and qual is None:
+                    continue
+                if qual is None or qual.split(".")[0] not in ("numpy", "math"):
+                    return True
+            elif qual is not None:
+                if qual.split(".")[0] not in ("numpy", "math") or ".random." in qual:
+                    return True
+            elif isinstance(func.value, ast.Name) and func.value.id == self._self_name():
+                return True  # a method of the module: not known to be pure
         return False
 
     def _ms_host_data(self, node: ast.expr, depth: int = 0, follow: bool = True) -> bool:
@@ -246,6 +279,32 @@ def name_nodes(expr: ast.AST) -> Iterator[ast.Name]:
 
 def loaded_names(expr: ast.AST) -> List[str]:
     return [n.id for n in name_nodes(expr)]
+
+
+SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
+SHAPE_METHODS = frozenset({"size", "dim", "numel", "nelement"})
+
+
+def names_outside_shapes(expr: ast.AST) -> List[str]:
+    """The names `expr` loads, leaving out those it reads only for a shape (`x` of `x.size(1)`, `x.shape[0]`,
+    `len(x)`, `x.ndim`)."""
+    names: List[str] = []
+    stack: List[ast.AST] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Attribute) and node.attr in SHAPE_ATTRIBUTES:
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS:
+                stack.extend(node.args)
+                continue
+            if isinstance(func, ast.Name) and func.id == "len":
+                continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            names.append(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
 
 
 def comprehension_names(expr: ast.AST) -> Set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Set, Tuple
 
+from ascend_lint.analysis.placement import Place
 from ascend_lint.rule import Applicability, Case, Docs, Rule
 from ascend_lint.astutil import argument, constant, contains, keyword, method_name
 
@@ -37,21 +38,27 @@ class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
             "operators after it wait for the transfer. In the ShuffleNetV2 port to Ascend 910, "
             "`index.to('npu')` in `forward` was removed by registering the index tensors as module buffers "
             "(`register_buffer`), which `model.to(device)` moves once.",
-        known_problems="Tensors whose data depend on the method's inputs are not reported (the copy is then "
-                       "part of the computation), except a constant repeated a batch-sized number of times "
-                       "(`torch.tensor([c] * x.shape[0])`, `[c] * len(x)`, `[c] * b` with `b, n = x.shape`), "
-                       "which `torch.full((n,), c, device=x.device)` builds on the device; nor tensors cached "
-                       "under a condition (`if self.idx is None:`), code in a branch that only runs on the CPU "
-                       "(`if x.device.type == 'cpu':`, the `else` of `if x.is_npu:` / `if not "
-                       "self.is_cpu_device:`). "
-                       "MindSpore: in PyNative mode (the default of `mindspore.set_context` since 2.x) every "
-                       "call builds a `Tensor(...)` on the host and copies it, which is what the message says; "
-                       "a `construct` compiled into a static graph holds such a tensor of constants as a graph "
-                       "constant, uploaded once. So nothing is reported for a `construct` under `@jit` / "
+        known_problems="Tensors whose data depend on the method's input values are not reported (the copy is "
+                       "then part of the computation). Data computed from the inputs' shapes alone "
+                       "(`torch.tensor(np.arange(x.size(1))[::-1].copy()).to('npu')`, `torch.tensor([n])` with "
+                       "`n = x.size(0)`) are reported: they are the same for every input of one shape, yet copied "
+                       "on every call; build them on the device (`torch.arange(n, device=x.device).flip(0)`) or "
+                       "cache them per shape (no fix is offered for them). A constant repeated a batch-sized "
+                       "number of times (`torch.tensor([c] * x.shape[0])`, `[c] * len(x)`, `[c] * b` with "
+                       "`b, n = x.shape`) gets the advice `torch.full((n,), c, device=x.device)`. Not reported: "
+                       "tensors cached under a condition (`if self.idx is None:`), code in a branch that only "
+                       "runs on the CPU (`if x.device.type == 'cpu':`, the `else` of `if x.is_npu:` / `if not "
+                       "self.is_cpu_device:`), and moves whose target is a host tensor or device "
+                       "(`.to(t.device)` of a tensor built on the host: ascend_lint/analysis/placement.py). "
+                       "MindSpore: in PyNative mode every call builds a `Tensor(...)` on the host and copies it, "
+                       "which is what the message says; a `construct` compiled into a static graph (GRAPH_MODE, "
+                       "which most MindSpore training scripts set, or `@jit`) holds such a tensor of constants as "
+                       "a graph constant, uploaded once. So nothing is reported for a `construct` under `@jit` / "
                        "`@ms_function`, in a file that calls `set_context(mode=GRAPH_MODE)`, or in a "
                        "`TrainOneStep*` wrapper cell (the unit `Model.train` compiles and sinks; its constants "
                        "are per-step scalars such as loss-scale flags), nor in a module imported by an entry "
-                       "script that sets GRAPH_MODE (unless a PyNative entry script imports it too). `@jit` "
+                       "script that sets GRAPH_MODE (unless a PyNative entry script imports it too). Where no "
+                       "run mode is known the message says the copy happens in PyNative mode. `@jit` "
                        "applied to a training step in another module is not seen.",
         example="""
             class ShuffleUnit(nn.Module):
@@ -125,6 +132,33 @@ class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
                     index = self._index_buf
                     return x.index_select(1, index)
             """),
+        # the ShuffleNetV2 seed: host data computed from the input's shape, copied on every call (no fix)
+        Case("""
+            import numpy as np
+            import torch
+            from torch import nn
+            class ChannelShuffle(nn.Module):
+                def forward(self, x):
+                    index = torch.tensor(np.arange(x.size(1))[::-1].copy()).to('npu')
+                    return x.index_select(1, index)
+            """, line=6, message_contains="its data depend only on the input's shape, so build it on the device "
+                                          "(`torch.arange(n, device='npu')`, then flip or index it there; "
+                                          "`torch.full((1,), n, device=...)` for a size) or cache it per shape"),
+        # MindSpore: the copy is real in PyNative mode, which the file sets
+        Case("""
+            import mindspore as ms
+            ms.set_context(mode=ms.PYNATIVE_MODE)
+            class Net(ms.nn.Cell):
+                def construct(self, x):
+                    return x * ms.Tensor([2.0], ms.float32)
+            """, line=5, message_contains="copied from host to device on every call in PyNative mode, which this "
+                                          "file sets"),
+        Case("""
+            import mindspore as ms
+            class Net(ms.nn.Cell):
+                def construct(self, x):
+                    return x * ms.Tensor([2.0], ms.float32)
+            """, line=4, message_contains="when the cell runs in PyNative mode (GRAPH_MODE and `@jit` fold it"),
     )
     flagged = (
         # the ShuffleNetV2 index, and every move spelling
@@ -164,6 +198,11 @@ class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
         "        return x + torch.tensor([1] * x.shape[0]).to(x.device)",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        b, n = x.shape\n"
         "        labels = torch.tensor([0.0] * b, device=x.device)\n        return x, labels",
+        # data computed from the input's shape alone: the same per shape, copied on every call
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        n = x.size(0)\n        return x + torch.tensor([n]).to(x.device)",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x + torch.tensor(list(range(x.shape[-1])), device=x.device)",
         # a device branch that is not the CPU one
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.device.type == 'npu':\n"
         "            x = x + torch.tensor([1.0]).to(x.device)\n        return x",
@@ -177,8 +216,14 @@ class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
         # data that depend on the inputs
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, lengths):\n"
         "        return x[:, torch.tensor(lengths).npu()]",
-        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
-        "        n = x.size(0)\n        return x + torch.tensor([n]).to(x.device)",
+        # a move to a host tensor's device is no copy to the device; a dtype cast of a device tensor is no move
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g, b):\n"
+        "        db = torch.zeros_like(b)\n        return g, db.to(g.dtype)",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        ref = torch.zeros(3)\n"
+        "        return x + torch.tensor([1.0, 2.0, 3.0]).to(ref.device)",
+        # data read from the inputs' values, not only their shapes
+        "import torch\nimport numpy as np\nclass M(torch.nn.Module):\n    def forward(self, x, order):\n"
+        "        index = torch.tensor(np.asarray(order)[: x.size(1)]).to('npu')\n        return x[:, index]",
         # outside hot scopes
         "import torch\ndef make_index(order):\n    return torch.tensor(order).to('npu')",
         "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -238,30 +283,50 @@ class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
             return
         if id(node) in self._reported or self._in_cpu_branch():
             return
-        method = method_name(node)
-        if method in MOVES and self._moves_to_device(node):
-            found = self._host_tensor(node.func.value)
-            if found is not None:
-                ctor, direct = found
-                if not self._depends_on_inputs(ctor):
-                    self._reported.add(id(ctor))
-                    self._flag(node, ctor, buffer_expr=node.func.value if direct else None)
-                elif self._batch_fill(ctor) is not None:
-                    self._reported.add(id(ctor))
-                    self._flag(node, ctor, buffer_expr=None, fill=self._batch_fill(ctor))
+        if method_name(node) in MOVES:
+            if self._moves_to_device(node):
+                self._check_move(node)
             return
         qual = ctx.call_name(node)
         if qual in TORCH_CTORS:
             device = keyword(node, "device")
             if device is not None and self._is_device(device.value):
-                if not self._depends_on_inputs(node):
-                    self._flag(node, node, buffer_expr=node)
-                elif self._batch_fill(node) is not None:
-                    self._flag(node, node, buffer_expr=None, fill=self._batch_fill(node))
+                self._judge(node, node, buffer_expr=node)
         elif qual in MS_CTORS and self._hot_class_kind() == "cell" and not self._graph_compiled():
             data = argument(node, "input_data", 0)
             if data is not None and self._ms_host_data(data) and not self._depends_on_inputs(node):
                 self._flag(node, node, buffer_expr=None)
+
+    def _check_move(self, node: ast.Call) -> None:
+        """`<host tensor>.to(device)` / `.npu()` / `.cuda()`."""
+        found = self._host_tensor(node.func.value)
+        if found is not None:
+            ctor, direct = found
+            if self._judge(node, ctor, buffer_expr=node.func.value if direct else None):
+                self._reported.add(id(ctor))
+
+    def _judge(self, node: ast.Call, ctor: ast.Call, buffer_expr: Optional[ast.expr]) -> bool:
+        """Report a host tensor placed on the device at `node`: constant data (a buffer can hold them), a
+        constant repeated a batch-sized number of times, or data computed from the inputs' shapes alone."""
+        if not self._depends_on_inputs(ctor):
+            self._flag(node, ctor, buffer_expr=buffer_expr)
+            return True
+        fill = self._batch_fill(ctor)
+        if fill is not None:
+            self._flag(node, ctor, buffer_expr=None, fill=fill)
+            return True
+        if self._shape_dependent(ctor):
+            self._flag(node, ctor, buffer_expr=None, shaped=True)
+            return True
+        return False
+
+    def _moves_to_device(self, call: ast.Call) -> bool:
+        """Does `.to(...)` / `.npu()` / `.cuda()` place the tensor on the device? Placement decides where it
+        knows (`.to(host_tensor)` is not a move); the target's spelling otherwise."""
+        place = self.ctx.placement(call)
+        if place is Place.HOST or self.ctx.placement(call.func.value) is Place.DEVICE:
+            return False  # to the host, or already on the device (`t.to(x.dtype)` of a device tensor)
+        return place is Place.DEVICE or self._target_is_device(call)
 
     # ------------------------------------------------------------ where the copy is real
     def _graph_compiled(self) -> bool:
@@ -284,6 +349,12 @@ class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
             return any("TrainOneStep" in ast.unparse(base).rsplit(".", 1)[-1] for base in cls.node.bases)
         return False
 
+    def _mode_note(self) -> str:
+        """How the message qualifies a MindSpore copy: it is real in PyNative mode, which the file may set."""
+        if self.ctx.run_mode() == "pynative":
+            return " in PyNative mode, which this file sets"
+        return " when the cell runs in PyNative mode (GRAPH_MODE and `@jit` fold it into the graph)"
+
     def _in_cpu_branch(self) -> bool:
         """Inside a branch that only runs on the CPU (`if x.device.type == 'cpu':`, the `else` of
         `if x.is_npu:` / `if not self.is_cpu_device:`): there the "device" is the host."""
@@ -297,7 +368,7 @@ class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
         return False
 
     def _flag(self, node: ast.Call, ctor: ast.Call, buffer_expr: Optional[ast.expr],
-              fill: Optional[Tuple[str, str]] = None) -> None:
+              fill: Optional[Tuple[str, str]] = None, shaped: bool = False) -> None:
         if self._lazily_cached():
             return
         ctx = self.ctx
@@ -305,7 +376,11 @@ class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
         label = ctx.call_name(ctor) or "tensor"
         label = label.replace("mindspore.", "") if label.startswith("mindspore.") else label
         scalar = isinstance(constant(argument(ctor, "data", 0)), (int, float)) and ctx.call_name(ctor) in TORCH_CTORS
-        if fill is not None:
+        if shaped:
+            remedy = (f"its data depend only on the input's shape, so build it on the device "
+                      f"(`torch.arange(n, device={_device_text(node, 'x.device')})`, then flip or index it there; "
+                      "`torch.full((1,), n, device=...)` for a size) or cache it per shape")
+        elif fill is not None:
             size, value = fill if len(fill[0]) <= 30 else ("n", fill[1])
             device = _device_text(node)
             remedy = (f"fill it on the device instead: `torch.full(({size},), {value}, device={device})` "
@@ -323,16 +398,18 @@ class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
         else:
             remedy = "build it once outside the Function (e.g. a module buffer) and pass it in"
         fix = self._fix(node, ctor, buffer_expr) if kind == "module" and buffer_expr is not None else None
-        mode = " in PyNative mode (MindSpore's default; GRAPH_MODE and `@jit` fold it)" if kind == "cell" else ""
+        mode = self._mode_note() if kind == "cell" else ""
         self.report(node, ctor=label, method=ctx.hot_role().describe(), mode=mode, remedy=remedy, fix=fix)
 
 
-def _device_text(call: ast.Call) -> str:
-    """How the call names its device, for the message: `x.device`, `'npu'`; `...` when long or unknown."""
+def _device_text(call: ast.Call, unknown: str = "...") -> str:
+    """How the call names its device, for the message: `x.device`, `'npu'`; `unknown` when long or unknown."""
     device = keyword(call, "device")
     value = device.value if device is not None else call.args[0] if method_name(call) == "to" and call.args else None
-    text = ast.unparse(value) if value is not None else "..."
-    return text if len(text) <= 30 else "..."
+    text = ast.unparse(value) if value is not None else unknown
+    if value is not None and device is None and not isinstance(value, ast.Constant) and "dev" not in text.lower():
+        text += ".device"  # `.to(other_tensor)`: the other tensor's device
+    return text if len(text) <= 30 else unknown
 
 
 CPU_WORDS = ("cpu",)
