@@ -32,12 +32,9 @@ class BufferFix(SharingCheck):
         if cls is None or hot is None or ctx.function is not hot or not isinstance(cls.node, ast.ClassDef):
             return None
         self_name = self._self_name()
-        init = next((s for s in cls.node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        init = self._fixable_init(cls.node, self_name)
         if init is None or self_name is None:
             return None
-        init_args = init.args.posonlyargs + init.args.args
-        if not init_args or init_args[0].arg != self_name or any(isinstance(n, ast.Return) for n in ast.walk(init)):
-            return None  # (an early `return` could skip the appended register_buffer)
         if node is not ctor and not self._plain_move(node):
             return None
         if _sets_requires_grad(buffer_expr) or self._buffer_visible(node, hot.node):
@@ -69,6 +66,18 @@ class BufferFix(SharingCheck):
 
 
 
+    @staticmethod
+    def _fixable_init(cls: ast.ClassDef, self_name: Optional[str]) -> Optional[ast.FunctionDef]:
+        """The class's `__init__`, when a statement appended to it always runs (no `return` in it) and its first
+        parameter is the hot method's `self`."""
+        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None:
+            return None
+        init_args = init.args.posonlyargs + init.args.args
+        if not init_args or init_args[0].arg != self_name or any(isinstance(n, ast.Return) for n in ast.walk(init)):
+            return None  # (an early `return` could skip the appended register_buffer)
+        return init
+
     def _plain_attribute(self, cls: ast.ClassDef, init: ast.FunctionDef, self_name: str, attr: str) -> bool:
         """Is `self.<attr>` plain host data fixed at construction: every value `__init__` assigns to it is
         built from literals, `__init__` arguments, module constants and pure builtins/numpy (not a
@@ -94,27 +103,12 @@ class BufferFix(SharingCheck):
         return found
 
     def _plain_data(self, expr: ast.expr, params: Set[str], locals_: Dict[str, ast.expr], depth: int = 0) -> bool:
-        ctx = self.ctx
         if depth > 4:
             return False
+        if not all(self._plain_node(sub, expr, params) for sub in ast.walk(expr)):
+            return False
+        ctx = self.ctx
         own = comprehension_names(expr)
-        for sub in ast.walk(expr):
-            if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
-                return False
-            if isinstance(sub, ast.Attribute) and not _is_call_target(expr, sub) and (
-                    ctx.qualname(sub) or "").split(".")[0] not in ("numpy", "math"):
-                return False  # attributes (configs, other members) are not followed: not known to be data
-            if isinstance(sub, ast.Call):
-                func = sub.func
-                qual = ctx.call_name(sub)
-                if isinstance(func, ast.Name) and func.id in PURE_BUILTINS and func.id not in params:
-                    continue
-                if qual is not None and qual.split(".")[0] in ("numpy", "math"):
-                    continue
-                if isinstance(func, ast.Attribute) and qual is None and not (
-                        func.attr.endswith("_") or func.attr in MUTATORS):
-                    continue  # a method of plain data: `.reshape(...)`, `.tolist()`
-                return False
         for name_node in name_nodes(expr):
             name = name_node.id
             if name in own or name in params or name in ctx.constants or name in PURE_BUILTINS:
@@ -125,6 +119,27 @@ class BufferFix(SharingCheck):
                 continue
             return False
         return True
+
+    def _plain_node(self, sub: ast.AST, expr: ast.expr, params: Set[str]) -> bool:
+        """May a node of `expr` appear in plain data: no lambda/walrus/await/yield, no attribute other than
+        numpy/math or a method, and calls only of pure builtins, numpy/math, or non-mutating methods."""
+        ctx = self.ctx
+        if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(sub, ast.Attribute) and not _is_call_target(expr, sub) and (
+                ctx.qualname(sub) or "").split(".")[0] not in ("numpy", "math"):
+            return False  # attributes (configs, other members) are not followed: not known to be data
+        if not isinstance(sub, ast.Call):
+            return True
+        func = sub.func
+        qual = ctx.call_name(sub)
+        if isinstance(func, ast.Name) and func.id in PURE_BUILTINS and func.id not in params:
+            return True
+        if qual is not None and qual.split(".")[0] in ("numpy", "math"):
+            return True
+        # a method of plain data: `.reshape(...)`, `.tolist()`
+        return isinstance(func, ast.Attribute) and qual is None and not (
+            func.attr.endswith("_") or func.attr in MUTATORS)
 
     @staticmethod
     def _plain_move(call: ast.Call) -> bool:

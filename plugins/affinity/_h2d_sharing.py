@@ -4,7 +4,7 @@ does with the tensor is `_mutation`'s answer)."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Set, Tuple
+from typing import Dict, Optional, Set, Tuple, Union
 
 from ._h2d_values import MUTATORS, HotValues
 from ._mutation import (FLOWS, MAX_HELPER_DEPTH, MUTATES, READING_BUILTINS, READS, keyword_parameter,
@@ -37,47 +37,32 @@ class SharingCheck(HotValues):
                 current, parent = parent, parents.get(id(parent))  # `torch.cat([x, t])`, `x[:, t]`
             if parent is None:
                 return True
-            if isinstance(parent, ast.Subscript):
-                if parent.value is not current:
-                    return False  # used as an index: read
-                current = parent  # a view of the same storage flows on (`t[0] = 1` is judged where it lands)
-            elif isinstance(parent, ast.IfExp):
-                if parent.test is current:
-                    return False
-                current = parent
-            elif isinstance(parent, (ast.BoolOp, ast.Starred)):
-                current = parent  # the same tensor flows on
-            elif isinstance(parent, ast.Attribute):
-                if parent.attr in TENSOR_FACTS:
-                    return False
-                call = parents.get(id(parent))
-                if isinstance(call, ast.Call) and call.func is parent:
-                    if parent.attr.endswith("_") or parent.attr in MUTATORS:
-                        return True  # in place on the shared tensor
-                    current = call  # `.view()`, `.float()`, `.to()` may return the tensor itself or a view
-                else:
-                    current = parent  # `.data`, `.T`: the same storage
-            elif isinstance(parent, ast.keyword):
-                current = parent  # an argument by keyword: judged at its call
-            elif isinstance(parent, ast.Call):
-                use = self._call_use(parent, current, func, seen, depth)
-                if use != FLOWS:
-                    return use == MUTATES
-                current = parent
-            elif isinstance(parent, ast.AugAssign):
-                return parent.target is current  # `t[0] += 1`, `t.data *= 2` write the shared tensor
-            elif isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.Expr, ast.If,
-                                     ast.While, ast.Assert)):
-                return False  # a new value is computed from it, or it is only read
-            elif isinstance(parent, (ast.Assign, ast.AnnAssign)):
-                targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-                if len(targets) != 1 or not isinstance(targets[0], ast.Name):
-                    return True  # stored in an attribute or a container slot, unpacked, or written (`t[0] = 1`)
-                if targets[0] is current:
-                    return False  # the name is rebound: this use ends here
-                return self._name_escapes(targets[0].id, func, seen, depth)
-            else:
-                return True  # returned, yielded, put in a container, bound by `with`/`for`, ...
+            step = _flow(parent, current, parents)
+            if step is None:
+                step = self._use(parent, current, func, seen, depth)
+            if isinstance(step, bool):
+                return step
+            current = step
+
+    def _use(self, parent: ast.AST, current: ast.AST, func: ast.AST, seen: Set[Tuple[int, str]],
+             depth: int) -> Union[bool, ast.AST]:
+        """Where a use that is not a view ends: True (visible), False (only read), or the call it flows out of."""
+        if isinstance(parent, ast.Call):
+            use = self._call_use(parent, current, func, seen, depth)
+            return parent if use == FLOWS else use == MUTATES
+        if isinstance(parent, ast.AugAssign):
+            return parent.target is current  # `t[0] += 1`, `t.data *= 2` write the shared tensor
+        if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.Expr, ast.If,
+                               ast.While, ast.Assert)):
+            return False  # a new value is computed from it, or it is only read
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                return True  # stored in an attribute or a container slot, unpacked, or written (`t[0] = 1`)
+            if targets[0] is current:
+                return False  # the name is rebound: this use ends here
+            return self._name_escapes(targets[0].id, func, seen, depth)
+        return True  # returned, yielded, put in a container, bound by `with`/`for`, ...
 
     def _call_use(self, call: ast.Call, arg: ast.AST, func: ast.AST, seen: Set[Tuple[int, str]],
                   depth: int) -> str:
@@ -158,3 +143,25 @@ class SharingCheck(HotValues):
             self._parent_maps[key] = {id(child): node for node in ast.walk(func)
                                       for child in ast.iter_child_nodes(node)}
         return self._parent_maps[key]
+
+
+def _flow(parent: ast.AST, current: ast.AST, parents: Dict[int, ast.AST]) -> Union[None, bool, ast.AST]:
+    """The node the same tensor (or a view of it) flows on to, a verdict (False: only read; True: changed in
+    place), or None when `parent` is not a view or a pass-through."""
+    if isinstance(parent, ast.Subscript):
+        # used as an index: read; else a view of the same storage flows on (`t[0] = 1` is judged where it lands)
+        return False if parent.value is not current else parent
+    if isinstance(parent, ast.IfExp):
+        return False if parent.test is current else parent
+    if isinstance(parent, (ast.BoolOp, ast.Starred, ast.keyword)):
+        return parent  # the same tensor flows on; an argument by keyword is judged at its call
+    if isinstance(parent, ast.Attribute):
+        if parent.attr in TENSOR_FACTS:
+            return False
+        call = parents.get(id(parent))
+        if isinstance(call, ast.Call) and call.func is parent:
+            if parent.attr.endswith("_") or parent.attr in MUTATORS:
+                return True  # in place on the shared tensor
+            return call  # `.view()`, `.float()`, `.to()` may return the tensor itself or a view
+        return parent  # `.data`, `.T`: the same storage
+    return None

@@ -66,34 +66,40 @@ class HotValues:
         """A device that is not the CPU (`'npu'`, `x.device`, `torch.device('npu:0')`, `device`, a tensor)."""
         value = constant(node, default=ast)
         if value is not ast:
-            if isinstance(value, str):
-                return not value.startswith(("cpu", "meta"))
-            return isinstance(value, int) and not isinstance(value, bool)
+            return _device_constant(value)
         if isinstance(node, ast.JoinedStr):
             return "cpu" not in ast.unparse(node)
         if isinstance(node, ast.Call):
-            if self.ctx.call_name(node) == "torch.device":
-                first = argument(node, "type", 0)
-                return not (isinstance(constant(first), str) and constant(first).startswith("cpu"))
-            return method_name(node) == "format" and "cpu" not in ast.unparse(node.func)
+            return self._device_call(node)
         qual = self.ctx.qualname(node)
         if qual is not None and qual.startswith("torch."):
             return False  # torch.float16, torch.long: a dtype
         if isinstance(node, ast.Attribute):
             return node.attr == "device" or ("device" in node.attr.lower() and "type" not in node.attr.lower())
         if isinstance(node, ast.Name):
-            name = node.id.lower()
-            if "dtype" in name or "type" in name:
-                return False
-            if "device" in name or name == "dev":
-                return True
-            bound = self.ctx.binding(node.id)
-            if bound is not None and bound.value is not None and bound.index is None and depth < 3:
-                return self._is_device(bound.value, positional, depth + 1)
-            func = self.ctx.function
-            # `.to(x)` with an input tensor: moves to x's device
-            return positional and func is not None and node.id in func.params and node.id != self._self_name()
+            return self._device_name(node, positional, depth)
         return False
+
+    def _device_call(self, node: ast.Call) -> bool:
+        """`torch.device('npu:0')` (not 'cpu'), `'npu:{}'.format(rank)`."""
+        if self.ctx.call_name(node) == "torch.device":
+            first = argument(node, "type", 0)
+            return not (isinstance(constant(first), str) and constant(first).startswith("cpu"))
+        return method_name(node) == "format" and "cpu" not in ast.unparse(node.func)
+
+    def _device_name(self, node: ast.Name, positional: bool, depth: int) -> bool:
+        """`device`, `dev`, a local bound to a device, or (`.to(x)`) an input tensor of the hot method."""
+        name = node.id.lower()
+        if "dtype" in name or "type" in name:
+            return False
+        if "device" in name or name == "dev":
+            return True
+        bound = self.ctx.binding(node.id)
+        if bound is not None and bound.value is not None and bound.index is None and depth < 3:
+            return self._is_device(bound.value, positional, depth + 1)
+        func = self.ctx.function
+        # `.to(x)` with an input tensor: moves to x's device
+        return positional and func is not None and node.id in func.params and node.id != self._self_name()
 
     def _host_tensor(self, node: ast.expr) -> Optional[Tuple[ast.Call, bool]]:
         """The host constructor call that `node` evaluates to, and whether it is written inline."""
@@ -184,24 +190,32 @@ class HotValues:
             return (self._ms_host_data(node.left, depth + 1, follow)
                     and self._ms_host_data(node.right, depth + 1, follow))
         if isinstance(node, ast.Call):
-            qual = self.ctx.call_name(node)
-            if qual is not None:
-                return qual.startswith("numpy.")
-            if isinstance(node.func, ast.Attribute):  # np.array(...).reshape(...).astype(...)
-                return self._ms_host_data(node.func.value, depth + 1, follow)
-            return False
+            return self._ms_host_call(node, depth, follow)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self._self_name():
             cls = self.ctx.class_scope
             value = cls.attributes.get(node.attr) if cls is not None else None
             return value is not None and self._ms_host_data(value, depth + 1, follow=False)
         if isinstance(node, ast.Name) and follow:
-            if self.ctx.is_local(node.id):
-                bound = self.ctx.binding(node.id)
-                return (bound is not None and bound.value is not None and bound.index is None
-                        and self._ms_host_data(bound.value, depth + 1, follow))
-            value = self.ctx.constants.get(node.id)
-            return value is not None and self._ms_host_data(value, depth + 1, follow=False)
+            return self._ms_host_name(node, depth)
         return False
+
+    def _ms_host_call(self, node: ast.Call, depth: int, follow: bool) -> bool:
+        """A numpy call, or a method chain on host data (`np.array(...).reshape(...).astype(...)`)."""
+        qual = self.ctx.call_name(node)
+        if qual is not None:
+            return qual.startswith("numpy.")
+        if isinstance(node.func, ast.Attribute):
+            return self._ms_host_data(node.func.value, depth + 1, follow)
+        return False
+
+    def _ms_host_name(self, node: ast.Name, depth: int) -> bool:
+        """A local bound to host data, or a module constant holding it."""
+        if self.ctx.is_local(node.id):
+            bound = self.ctx.binding(node.id)
+            return (bound is not None and bound.value is not None and bound.index is None
+                    and self._ms_host_data(bound.value, depth + 1, True))
+        value = self.ctx.constants.get(node.id)
+        return value is not None and self._ms_host_data(value, depth + 1, follow=False)
 
     def _batch_fill(self, ctor: ast.Call) -> Optional[Tuple[str, str]]:
         """(size, value) for `torch.tensor([c] * x.shape[0])` / `[c] * len(x)`: a constant repeated a
@@ -279,6 +293,13 @@ def name_nodes(expr: ast.AST) -> Iterator[ast.Name]:
 
 def loaded_names(expr: ast.AST) -> List[str]:
     return [n.id for n in name_nodes(expr)]
+
+
+def _device_constant(value: object) -> bool:
+    """A device given as a literal: a string that is not 'cpu'/'meta', or a device index."""
+    if isinstance(value, str):
+        return not value.startswith(("cpu", "meta"))
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
