@@ -1,43 +1,24 @@
-"""ASC201 host-to-device-copy-in-forward."""
+"""ASC201 host-to-device-copy-in-forward: the rule, its messages and where the copy is real; the value
+questions are in `_h2d_values`, the buffer fix in `_h2d_buffer`."""
 from __future__ import annotations
 
 import ast
-import keyword as pykeyword
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Optional, Set, Tuple
 
-from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
-from ascend_lint.analysis.semantic import Scope
-from ascend_lint.astutil import argument, callee_name, constant, contains, keyword, method_name
+from ascend_lint.analysis.placement import Place
+from ascend_lint.rule import Applicability, Case, Docs, Rule
+from ascend_lint.astutil import argument, constant, contains, keyword, method_name
 
-from ._mutation import (FLOWS, MAX_HELPER_DEPTH, MUTATES, READING_BUILTINS, READS, keyword_parameter,
-                        method_use, positional_parameter, torch_op_use, writes_in_place)
+from ._h2d_buffer import BufferFix
+from ._h2d_values import MOVES, TORCH_CTORS, HotValues
 
-TORCH_CTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor"} | {
-    f"torch.{kind}Tensor" for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char",
-                                       "Byte", "Bool")
-})
 MS_CTORS = frozenset({"mindspore.Tensor", "mindspore.tensor"})
-MOVES = ("to", "npu", "cuda")
-# Keyword arguments of a constructor that are not its data.
-NON_DATA_KEYWORDS = frozenset({"device", "dtype", "requires_grad", "pin_memory", "const_arg", "internal"})
-# Builtins a constant-only expression may call (pure, no inputs).
-# In-place container methods: a list built empty and appended to holds computed data.
-MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "__setitem__", "pop", "remove",
-                      "clear", "sort", "reverse", "popitem", "discard"})
 # Decorators that compile a MindSpore function or construct into a static graph (constants folded).
 JIT_DECORATORS = frozenset({"mindspore.jit", "mindspore.ms_function", "mindspore.common.api.jit",
                             "mindspore.common.api.ms_function"})
-SIZE_METHODS = frozenset({"size", "numel", "dim"})
-# Functions that reorder the list they are given in place (`random.shuffle(self.order)`).
-SHUFFLES = frozenset({"shuffle"})
-# Tensor attributes that are facts about it, not the tensor: reading them shares nothing.
-TENSOR_FACTS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "is_npu", "requires_grad", "size", "dim",
-                          "numel", "item", "tolist", "nelement", "element_size", "stride", "is_contiguous"})
-PURE_BUILTINS = frozenset({"range", "list", "tuple", "len", "int", "float", "bool", "sum", "min", "max", "abs",
-                           "sorted", "reversed", "zip", "enumerate", "round", "True", "False", "None"})
 
 
-class HostToDeviceCopyInForward(Rule):
+class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
     code = "ASC201"
     name = "host-to-device-copy-in-forward"
     preview = True  # demoted by the held-out precision measurement (docs/precision.md)
@@ -57,21 +38,27 @@ class HostToDeviceCopyInForward(Rule):
             "operators after it wait for the transfer. In the ShuffleNetV2 port to Ascend 910, "
             "`index.to('npu')` in `forward` was removed by registering the index tensors as module buffers "
             "(`register_buffer`), which `model.to(device)` moves once.",
-        known_problems="Tensors whose data depend on the method's inputs are not reported (the copy is then "
-                       "part of the computation), except a constant repeated a batch-sized number of times "
-                       "(`torch.tensor([c] * x.shape[0])`, `[c] * len(x)`, `[c] * b` with `b, n = x.shape`), "
-                       "which `torch.full((n,), c, device=x.device)` builds on the device; nor tensors cached "
-                       "under a condition (`if self.idx is None:`), code in a branch that only runs on the CPU "
-                       "(`if x.device.type == 'cpu':`, the `else` of `if x.is_npu:` / `if not "
-                       "self.is_cpu_device:`). "
-                       "MindSpore: in PyNative mode (the default of `mindspore.set_context` since 2.x) every "
-                       "call builds a `Tensor(...)` on the host and copies it, which is what the message says; "
-                       "a `construct` compiled into a static graph holds such a tensor of constants as a graph "
-                       "constant, uploaded once. So nothing is reported for a `construct` under `@jit` / "
+        known_problems="Tensors whose data depend on the method's input values are not reported (the copy is "
+                       "then part of the computation). Data computed from the inputs' shapes alone "
+                       "(`torch.tensor(np.arange(x.size(1))[::-1].copy()).to('npu')`, `torch.tensor([n])` with "
+                       "`n = x.size(0)`) are reported: they are the same for every input of one shape, yet copied "
+                       "on every call; build them on the device (`torch.arange(n, device=x.device).flip(0)`) or "
+                       "cache them per shape (no fix is offered for them). A constant repeated a batch-sized "
+                       "number of times (`torch.tensor([c] * x.shape[0])`, `[c] * len(x)`, `[c] * b` with "
+                       "`b, n = x.shape`) gets the advice `torch.full((n,), c, device=x.device)`. Not reported: "
+                       "tensors cached under a condition (`if self.idx is None:`), code in a branch that only "
+                       "runs on the CPU (`if x.device.type == 'cpu':`, the `else` of `if x.is_npu:` / `if not "
+                       "self.is_cpu_device:`), and moves whose target is a host tensor or device "
+                       "(`.to(t.device)` of a tensor built on the host: ascend_lint/analysis/placement.py). "
+                       "MindSpore: in PyNative mode every call builds a `Tensor(...)` on the host and copies it, "
+                       "which is what the message says; a `construct` compiled into a static graph (GRAPH_MODE, "
+                       "which most MindSpore training scripts set, or `@jit`) holds such a tensor of constants as "
+                       "a graph constant, uploaded once. So nothing is reported for a `construct` under `@jit` / "
                        "`@ms_function`, in a file that calls `set_context(mode=GRAPH_MODE)`, or in a "
                        "`TrainOneStep*` wrapper cell (the unit `Model.train` compiles and sinks; its constants "
                        "are per-step scalars such as loss-scale flags), nor in a module imported by an entry "
-                       "script that sets GRAPH_MODE (unless a PyNative entry script imports it too). `@jit` "
+                       "script that sets GRAPH_MODE (unless a PyNative entry script imports it too). Where no "
+                       "run mode is known the message says the copy happens in PyNative mode. `@jit` "
                        "applied to a training step in another module is not seen.",
         example="""
             class ShuffleUnit(nn.Module):
@@ -145,6 +132,33 @@ class HostToDeviceCopyInForward(Rule):
                     index = self._index_buf
                     return x.index_select(1, index)
             """),
+        # the ShuffleNetV2 seed: host data computed from the input's shape, copied on every call (no fix)
+        Case("""
+            import numpy as np
+            import torch
+            from torch import nn
+            class ChannelShuffle(nn.Module):
+                def forward(self, x):
+                    index = torch.tensor(np.arange(x.size(1))[::-1].copy()).to('npu')
+                    return x.index_select(1, index)
+            """, line=6, message_contains="its data depend only on the input's shape, so build it on the device "
+                                          "(`torch.arange(n, device='npu')`, then flip or index it there; "
+                                          "`torch.full((1,), n, device=...)` for a size) or cache it per shape"),
+        # MindSpore: the copy is real in PyNative mode, which the file sets
+        Case("""
+            import mindspore as ms
+            ms.set_context(mode=ms.PYNATIVE_MODE)
+            class Net(ms.nn.Cell):
+                def construct(self, x):
+                    return x * ms.Tensor([2.0], ms.float32)
+            """, line=5, message_contains="copied from host to device on every call in PyNative mode, which this "
+                                          "file sets"),
+        Case("""
+            import mindspore as ms
+            class Net(ms.nn.Cell):
+                def construct(self, x):
+                    return x * ms.Tensor([2.0], ms.float32)
+            """, line=4, message_contains="when the cell runs in PyNative mode (GRAPH_MODE and `@jit` fold it"),
     )
     flagged = (
         # the ShuffleNetV2 index, and every move spelling
@@ -184,6 +198,11 @@ class HostToDeviceCopyInForward(Rule):
         "        return x + torch.tensor([1] * x.shape[0]).to(x.device)",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        b, n = x.shape\n"
         "        labels = torch.tensor([0.0] * b, device=x.device)\n        return x, labels",
+        # data computed from the input's shape alone: the same per shape, copied on every call
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        n = x.size(0)\n        return x + torch.tensor([n]).to(x.device)",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x + torch.tensor(list(range(x.shape[-1])), device=x.device)",
         # a device branch that is not the CPU one
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.device.type == 'npu':\n"
         "            x = x + torch.tensor([1.0]).to(x.device)\n        return x",
@@ -197,8 +216,14 @@ class HostToDeviceCopyInForward(Rule):
         # data that depend on the inputs
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, lengths):\n"
         "        return x[:, torch.tensor(lengths).npu()]",
-        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
-        "        n = x.size(0)\n        return x + torch.tensor([n]).to(x.device)",
+        # a move to a host tensor's device is no copy to the device; a dtype cast of a device tensor is no move
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g, b):\n"
+        "        db = torch.zeros_like(b)\n        return g, db.to(g.dtype)",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        ref = torch.zeros(3)\n"
+        "        return x + torch.tensor([1.0, 2.0, 3.0]).to(ref.device)",
+        # data read from the inputs' values, not only their shapes
+        "import torch\nimport numpy as np\nclass M(torch.nn.Module):\n    def forward(self, x, order):\n"
+        "        index = torch.tensor(np.asarray(order)[: x.size(1)]).to('npu')\n        return x[:, index]",
         # outside hot scopes
         "import torch\ndef make_index(order):\n    return torch.tensor(order).to('npu')",
         "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -258,30 +283,50 @@ class HostToDeviceCopyInForward(Rule):
             return
         if id(node) in self._reported or self._in_cpu_branch():
             return
-        method = method_name(node)
-        if method in MOVES and self._moves_to_device(node):
-            found = self._host_tensor(node.func.value)
-            if found is not None:
-                ctor, direct = found
-                if not self._depends_on_inputs(ctor):
-                    self._reported.add(id(ctor))
-                    self._flag(node, ctor, buffer_expr=node.func.value if direct else None)
-                elif self._batch_fill(ctor) is not None:
-                    self._reported.add(id(ctor))
-                    self._flag(node, ctor, buffer_expr=None, fill=self._batch_fill(ctor))
+        if method_name(node) in MOVES:
+            if self._moves_to_device(node):
+                self._check_move(node)
             return
         qual = ctx.call_name(node)
         if qual in TORCH_CTORS:
             device = keyword(node, "device")
             if device is not None and self._is_device(device.value):
-                if not self._depends_on_inputs(node):
-                    self._flag(node, node, buffer_expr=node)
-                elif self._batch_fill(node) is not None:
-                    self._flag(node, node, buffer_expr=None, fill=self._batch_fill(node))
+                self._judge(node, node, buffer_expr=node)
         elif qual in MS_CTORS and self._hot_class_kind() == "cell" and not self._graph_compiled():
             data = argument(node, "input_data", 0)
             if data is not None and self._ms_host_data(data) and not self._depends_on_inputs(node):
                 self._flag(node, node, buffer_expr=None)
+
+    def _check_move(self, node: ast.Call) -> None:
+        """`<host tensor>.to(device)` / `.npu()` / `.cuda()`."""
+        found = self._host_tensor(node.func.value)
+        if found is not None:
+            ctor, direct = found
+            if self._judge(node, ctor, buffer_expr=node.func.value if direct else None):
+                self._reported.add(id(ctor))
+
+    def _judge(self, node: ast.Call, ctor: ast.Call, buffer_expr: Optional[ast.expr]) -> bool:
+        """Report a host tensor placed on the device at `node`: constant data (a buffer can hold them), a
+        constant repeated a batch-sized number of times, or data computed from the inputs' shapes alone."""
+        if not self._depends_on_inputs(ctor):
+            self._flag(node, ctor, buffer_expr=buffer_expr)
+            return True
+        fill = self._batch_fill(ctor)
+        if fill is not None:
+            self._flag(node, ctor, buffer_expr=None, fill=fill)
+            return True
+        if self._shape_dependent(ctor):
+            self._flag(node, ctor, buffer_expr=None, shaped=True)
+            return True
+        return False
+
+    def _moves_to_device(self, call: ast.Call) -> bool:
+        """Does `.to(...)` / `.npu()` / `.cuda()` place the tensor on the device? Placement decides where it
+        knows (`.to(host_tensor)` is not a move); the target's spelling otherwise."""
+        place = self.ctx.placement(call)
+        if place is Place.HOST or self.ctx.placement(call.func.value) is Place.DEVICE:
+            return False  # to the host, or already on the device (`t.to(x.dtype)` of a device tensor)
+        return place is Place.DEVICE or self._target_is_device(call)
 
     # ------------------------------------------------------------ where the copy is real
     def _graph_compiled(self) -> bool:
@@ -304,6 +349,12 @@ class HostToDeviceCopyInForward(Rule):
             return any("TrainOneStep" in ast.unparse(base).rsplit(".", 1)[-1] for base in cls.node.bases)
         return False
 
+    def _mode_note(self) -> str:
+        """How the message qualifies a MindSpore copy: it is real in PyNative mode, which the file may set."""
+        if self.ctx.run_mode() == "pynative":
+            return " in PyNative mode, which this file sets"
+        return " when the cell runs in PyNative mode (GRAPH_MODE and `@jit` fold it into the graph)"
+
     def _in_cpu_branch(self) -> bool:
         """Inside a branch that only runs on the CPU (`if x.device.type == 'cpu':`, the `else` of
         `if x.is_npu:` / `if not self.is_cpu_device:`): there the "device" is the host."""
@@ -316,38 +367,8 @@ class HostToDeviceCopyInForward(Rule):
                 return True
         return False
 
-    def _batch_fill(self, ctor: ast.Call) -> Optional[Tuple[str, str]]:
-        """(size, value) for `torch.tensor([c] * x.shape[0])` / `[c] * len(x)`: a constant repeated a
-        batch-sized number of times, which `torch.full` builds on the device."""
-        data = argument(ctor, "data", 0)
-        if not (isinstance(data, ast.BinOp) and isinstance(data.op, ast.Mult)):
-            return None
-        for seq, count in ((data.left, data.right), (data.right, data.left)):
-            if (isinstance(seq, ast.List) and len(seq.elts) == 1
-                    and isinstance(constant(seq.elts[0]), (int, float, bool)) and self._size_expr(count)):
-                return ast.unparse(count), ast.unparse(seq.elts[0])
-        return None
-
-    def _size_expr(self, node: ast.expr, depth: int = 0) -> bool:
-        """`x.shape[0]`, `x.size(0)`, `len(x)`, or a local name bound to one of them."""
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
-            return True
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Name) and func.id == "len":
-                return True
-            return isinstance(func, ast.Attribute) and func.attr in SIZE_METHODS and self.ctx.qualname(func) is None
-        if isinstance(node, ast.Name) and depth < 3:
-            bound = self.ctx.binding(node.id)
-            if bound is not None and bound.value is not None:
-                value = bound.value
-                if bound.index is not None and isinstance(value, ast.Attribute) and value.attr == "shape":
-                    return True  # `b, n = x.shape`
-                return bound.index is None and self._size_expr(value, depth + 1)
-        return False
-
     def _flag(self, node: ast.Call, ctor: ast.Call, buffer_expr: Optional[ast.expr],
-              fill: Optional[Tuple[str, str]] = None) -> None:
+              fill: Optional[Tuple[str, str]] = None, shaped: bool = False) -> None:
         if self._lazily_cached():
             return
         ctx = self.ctx
@@ -355,7 +376,11 @@ class HostToDeviceCopyInForward(Rule):
         label = ctx.call_name(ctor) or "tensor"
         label = label.replace("mindspore.", "") if label.startswith("mindspore.") else label
         scalar = isinstance(constant(argument(ctor, "data", 0)), (int, float)) and ctx.call_name(ctor) in TORCH_CTORS
-        if fill is not None:
+        if shaped:
+            remedy = (f"its data depend only on the input's shape, so build it on the device "
+                      f"(`torch.arange(n, device={_device_text(node, 'x.device')})`, then flip or index it there; "
+                      "`torch.full((1,), n, device=...)` for a size) or cache it per shape")
+        elif fill is not None:
             size, value = fill if len(fill[0]) <= 30 else ("n", fill[1])
             device = _device_text(node)
             remedy = (f"fill it on the device instead: `torch.full(({size},), {value}, device={device})` "
@@ -373,602 +398,18 @@ class HostToDeviceCopyInForward(Rule):
         else:
             remedy = "build it once outside the Function (e.g. a module buffer) and pass it in"
         fix = self._fix(node, ctor, buffer_expr) if kind == "module" and buffer_expr is not None else None
-        mode = " in PyNative mode (MindSpore's default; GRAPH_MODE and `@jit` fold it)" if kind == "cell" else ""
+        mode = self._mode_note() if kind == "cell" else ""
         self.report(node, ctor=label, method=ctx.hot_role().describe(), mode=mode, remedy=remedy, fix=fix)
 
-    def _hot_class_kind(self) -> Optional[str]:
-        cls = self._hot_class()
-        return cls.class_kind if cls is not None else None
 
-    def _hot_class(self) -> Optional[Scope]:
-        scopes = self.ctx.scopes
-        for index, scope in enumerate(scopes):
-            if scope.hot:
-                return scopes[index - 1] if index and scopes[index - 1].kind == "class" else None
-        return None
-
-    def _moves_to_device(self, call: ast.Call) -> bool:
-        if method_name(call) in ("npu", "cuda"):
-            return True
-        device = keyword(call, "device")
-        if device is not None:
-            return self._is_device(device.value)
-        return bool(call.args) and self._is_device(call.args[0], positional=True)
-
-    def _is_device(self, node: ast.expr, positional: bool = False, depth: int = 0) -> bool:
-        """A device that is not the CPU (`'npu'`, `x.device`, `torch.device('npu:0')`, `device`, a tensor)."""
-        value = constant(node, default=ast)
-        if value is not ast:
-            if isinstance(value, str):
-                return not value.startswith(("cpu", "meta"))
-            return isinstance(value, int) and not isinstance(value, bool)
-        if isinstance(node, ast.JoinedStr):
-            return "cpu" not in ast.unparse(node)
-        if isinstance(node, ast.Call):
-            if self.ctx.call_name(node) == "torch.device":
-                first = argument(node, "type", 0)
-                return not (isinstance(constant(first), str) and constant(first).startswith("cpu"))
-            return method_name(node) == "format" and "cpu" not in ast.unparse(node.func)
-        qual = self.ctx.qualname(node)
-        if qual is not None and qual.startswith("torch."):
-            return False  # torch.float16, torch.long: a dtype
-        if isinstance(node, ast.Attribute):
-            return node.attr == "device" or ("device" in node.attr.lower() and "type" not in node.attr.lower())
-        if isinstance(node, ast.Name):
-            name = node.id.lower()
-            if "dtype" in name or "type" in name:
-                return False
-            if "device" in name or name == "dev":
-                return True
-            bound = self.ctx.binding(node.id)
-            if bound is not None and bound.value is not None and bound.index is None and depth < 3:
-                return self._is_device(bound.value, positional, depth + 1)
-            func = self.ctx.function
-            # `.to(x)` with an input tensor: moves to x's device
-            return positional and func is not None and node.id in func.params and node.id != self._self_name()
-        return False
-
-    def _host_tensor(self, node: ast.expr) -> Optional[Tuple[ast.Call, bool]]:
-        """The host constructor call that `node` evaluates to, and whether it is written inline."""
-        direct = True
-        for _ in range(8):
-            if isinstance(node, ast.Call):
-                qual = self.ctx.call_name(node)
-                if qual in TORCH_CTORS:
-                    return node, direct
-                if qual is not None or not isinstance(node.func, ast.Attribute) or node.func.attr in MOVES:
-                    return None
-                node = node.func.value  # torch.tensor(...).float().view(...)
-            elif isinstance(node, ast.Subscript):
-                node = node.value
-            elif isinstance(node, ast.Name):
-                bound = self.ctx.binding(node.id)
-                if bound is None or bound.value is None or bound.index is not None:
-                    return None
-                node, direct = bound.value, False
-            else:
-                return None
-        return None
-
-    def _self_name(self) -> Optional[str]:
-        hot = self.ctx.hot_method()
-        if hot is None or self._hot_class_kind() not in ("module", "cell"):
-            return None
-        args = hot.node.args
-        first = (args.posonlyargs + args.args)[:1]
-        return first[0].arg if first else None
-
-    def _depends_on_inputs(self, ctor: ast.Call, depth: int = 0) -> bool:
-        """Do the constructor's data read a parameter or an unknown local of the hot method?"""
-        data = list(ctor.args) + [kw.value for kw in ctor.keywords if kw.arg not in NON_DATA_KEYWORDS]
-        return any(self._expr_depends(expr, depth) for expr in data)
-
-    def _expr_depends(self, expr: ast.expr, depth: int) -> bool:
-        ctx = self.ctx
-        own = _comprehension_names(expr)
-        self_name = self._self_name()
-        for name in _loaded_names(expr):
-            if name in own or name == self_name or not ctx.is_local(name):
-                continue
-            bound = ctx.binding(name)
-            if bound is None or bound.value is None or depth >= 3:
-                return True
-            func = ctx.function
-            if func is not None and name in self._scan(func.node)[1]:
-                return True  # filled in place (`out = []; out.append(...)`): unknown content
-            if self._expr_depends(bound.value, depth + 1):
-                return True
-        return False
-
-    def _ms_host_data(self, node: ast.expr, depth: int = 0, follow: bool = True) -> bool:
-        """numpy values and Python literals (lists, tuples, numbers), through locals and constants."""
-        if depth > 6:
-            return False
-        if isinstance(node, ast.Constant):
-            return isinstance(node.value, (int, float, bool)) and node.value is not None
-        if isinstance(node, (ast.List, ast.Tuple)):
-            return bool(node.elts) and all(self._ms_host_data(e, depth + 1, follow) for e in node.elts)
-        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
-            return True
-        if isinstance(node, ast.UnaryOp):
-            return self._ms_host_data(node.operand, depth + 1, follow)
-        if isinstance(node, ast.BinOp):
-            return (self._ms_host_data(node.left, depth + 1, follow)
-                    and self._ms_host_data(node.right, depth + 1, follow))
-        if isinstance(node, ast.Call):
-            qual = self.ctx.call_name(node)
-            if qual is not None:
-                return qual.startswith("numpy.")
-            if isinstance(node.func, ast.Attribute):  # np.array(...).reshape(...).astype(...)
-                return self._ms_host_data(node.func.value, depth + 1, follow)
-            return False
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self._self_name():
-            cls = self.ctx.class_scope
-            value = cls.attributes.get(node.attr) if cls is not None else None
-            return value is not None and self._ms_host_data(value, depth + 1, follow=False)
-        if isinstance(node, ast.Name) and follow:
-            if self.ctx.is_local(node.id):
-                bound = self.ctx.binding(node.id)
-                return (bound is not None and bound.value is not None and bound.index is None
-                        and self._ms_host_data(bound.value, depth + 1, follow))
-            value = self.ctx.constants.get(node.id)
-            return value is not None and self._ms_host_data(value, depth + 1, follow=False)
-        return False
-
-    def _lazily_cached(self) -> bool:
-        """`if self.idx is None: self.idx = torch.tensor(...).npu()`: stored somewhere that outlives the
-        call (an attribute, a container slot, a global) under a condition, so built once, not per call."""
-        stmt = next((n for n in reversed(self.ctx.stack) if isinstance(n, ast.stmt)), None)
-        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            return False
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        if not any(self._persistent(t) for t in targets):
-            return False
-        hot = self.ctx.hot_method()
-        return any(hot is None or contains(hot.node, if_node) for if_node, _ in self.ctx.ifs)
-
-    def _persistent(self, target: ast.AST) -> bool:
-        if isinstance(target, (ast.Attribute, ast.Subscript)):
-            return True
-        func = self.ctx.function
-        return isinstance(target, ast.Name) and func is not None and target.id in self._scan(func.node)[0]
-
-    def _scan(self, func: ast.AST) -> Tuple[Set[str], Set[str]]:
-        """(names declared global/nonlocal, names mutated in place) in a function; cached."""
-        key = id(func)
-        if key not in self._scans:
-            declared: Set[str] = set()
-            mutated: Set[str] = set()
-            for sub in ast.walk(func):
-                if isinstance(sub, (ast.Global, ast.Nonlocal)):
-                    declared.update(sub.names)
-                elif (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
-                      and sub.func.attr in MUTATORS and isinstance(sub.func.value, ast.Name)):
-                    mutated.add(sub.func.value.id)
-                elif isinstance(sub, (ast.Assign, ast.AugAssign)):
-                    for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
-                        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                            mutated.add(target.value.id)
-                        elif isinstance(sub, ast.AugAssign) and isinstance(target, ast.Name):
-                            mutated.add(target.id)
-            self._scans[key] = (declared, mutated)
-        return self._scans[key]
-
-    # ------------------------------------------------------------------ fix
-    def _fix(self, node: ast.Call, ctor: ast.Call, buffer_expr: ast.expr) -> Optional[Fix]:
-        """Register the constant tensor as a non-persistent buffer in `__init__`, use it in `forward`."""
-        ctx = self.ctx
-        cls, hot = self._hot_class(), ctx.hot_method()
-        if cls is None or hot is None or ctx.function is not hot or not isinstance(cls.node, ast.ClassDef):
-            return None
-        self_name = self._self_name()
-        init = next((s for s in cls.node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-        if init is None or self_name is None:
-            return None
-        init_args = init.args.posonlyargs + init.args.args
-        if not init_args or init_args[0].arg != self_name or any(isinstance(n, ast.Return) for n in ast.walk(init)):
-            return None  # (an early `return` could skip the appended register_buffer)
-        if node is not ctor and not self._plain_move(node):
-            return None
-        if _sets_requires_grad(buffer_expr) or self._buffer_visible(node, hot.node):
-            return None  # see Fix safety: the shared buffer would be mutated, aliased or returned
-        init_attrs = {attr for attr in _init_only_attributes(cls.node, init, self_name)
-                      if self._plain_attribute(cls.node, init, self_name, attr)}
-        kept: List[ast.AST] = [buffer_expr]
-        if buffer_expr is ctor:  # the `device=` keyword is dropped: only the rest must be constant
-            kept = list(ctor.args) + [kw.value for kw in ctor.keywords if kw.arg != "device"] + [ctor.func]
-        if not all(self._constant_only(part, init_attrs, self_name) for part in kept):
-            return None
-        source = self._buffer_source(buffer_expr)
-        if source is None:
-            return None
-        name = self._buffer_name(cls.node, buffer_expr)
-        text = f"{self_name}.register_buffer({name!r}, {source}, persistent=False)"
-        return Fix(
-            Applicability.UNSAFE,
-            f"Register the tensor once as buffer `{name}` in `__init__` and use `{self_name}.{name}`",
-            (Edit("insert_body_end", ctx.span(init), text=text),
-             Edit("replace", ctx.span(node), text=f"{self_name}.{name}")),
-        )
-
-    # A tensor built per call is private to that call; a buffer is one tensor shared by every call. The
-    # fix is offered only where nothing can tell the difference.
-    def _buffer_visible(self, node: ast.expr, func: ast.AST) -> bool:
-        """Could code see that every call now gets the same tensor: is the value at `node` (or a local name
-        bound to it, or a view of it) changed in place, stored, returned or yielded, or passed to code that
-        is not known to leave it alone?"""
-        return self._escapes(node, func, set(), 0)
-
-    def _escapes(self, node: ast.AST, func: ast.AST, seen: Set[Tuple[int, str]], depth: int) -> bool:
-        parents = self._parents(func)
-        current = node
-        while True:
-            parent = parents.get(id(current))
-            if isinstance(parent, (ast.Tuple, ast.List)) and isinstance(parents.get(id(parent)), (ast.Call,
-                                                                                                   ast.Subscript)):
-                current, parent = parent, parents.get(id(parent))  # `torch.cat([x, t])`, `x[:, t]`
-            if parent is None:
-                return True
-            if isinstance(parent, ast.Subscript):
-                if parent.value is not current:
-                    return False  # used as an index: read
-                current = parent  # a view of the same storage flows on (`t[0] = 1` is judged where it lands)
-            elif isinstance(parent, ast.IfExp):
-                if parent.test is current:
-                    return False
-                current = parent
-            elif isinstance(parent, (ast.BoolOp, ast.Starred)):
-                current = parent  # the same tensor flows on
-            elif isinstance(parent, ast.Attribute):
-                if parent.attr in TENSOR_FACTS:
-                    return False
-                call = parents.get(id(parent))
-                if isinstance(call, ast.Call) and call.func is parent:
-                    if parent.attr.endswith("_") or parent.attr in MUTATORS:
-                        return True  # in place on the shared tensor
-                    current = call  # `.view()`, `.float()`, `.to()` may return the tensor itself or a view
-                else:
-                    current = parent  # `.data`, `.T`: the same storage
-            elif isinstance(parent, ast.keyword):
-                current = parent  # an argument by keyword: judged at its call
-            elif isinstance(parent, ast.Call):
-                use = self._call_use(parent, current, func, seen, depth)
-                if use != FLOWS:
-                    return use == MUTATES
-                current = parent
-            elif isinstance(parent, ast.AugAssign):
-                return parent.target is current  # `t[0] += 1`, `t.data *= 2` write the shared tensor
-            elif isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.Expr, ast.If,
-                                     ast.While, ast.Assert)):
-                return False  # a new value is computed from it, or it is only read
-            elif isinstance(parent, (ast.Assign, ast.AnnAssign)):
-                targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-                if len(targets) != 1 or not isinstance(targets[0], ast.Name):
-                    return True  # stored in an attribute or a container slot, unpacked, or written (`t[0] = 1`)
-                if targets[0] is current:
-                    return False  # the name is rebound: this use ends here
-                return self._name_escapes(targets[0].id, func, seen, depth)
-            else:
-                return True  # returned, yielded, put in a container, bound by `with`/`for`, ...
-
-    def _call_use(self, call: ast.Call, arg: ast.AST, func: ast.AST, seen: Set[Tuple[int, str]],
-                  depth: int) -> str:
-        """What `call` does with the tensor passed as `arg` (a positional argument or a keyword)."""
-        if call.func is arg or (isinstance(arg, ast.keyword) and arg.arg in ("out", None)):
-            return MUTATES  # called, written through `out=`, or spread by `**`
-        qual = self.ctx.call_name(call)
-        if writes_in_place(call, qual):
-            return MUTATES
-        if qual is not None:
-            return torch_op_use(qual) if qual.startswith("torch.") else MUTATES
-        callee = call.func
-        if isinstance(callee, ast.Attribute):
-            if isinstance(callee.value, ast.Name) and callee.value.id == self._self_name():
-                method = self._class_method(callee.attr)  # `self.helper(t)`: a method of this class
-                return self._helper_use(method, call, arg, True, seen, depth) if method is not None else MUTATES
-            return method_use(callee.attr)
-        if isinstance(callee, ast.Name):
-            if callee.id in READING_BUILTINS and not self.ctx.is_local(callee.id) \
-                    and callee.id not in self.ctx.local_functions:
-                return READS
-            helper = self._local_function(callee.id, func)
-            if helper is not None:
-                return self._helper_use(helper, call, arg, False, seen, depth)
-        return MUTATES  # an unknown callee: not known to leave the tensor alone
-
-    def _helper_use(self, helper: ast.AST, call: ast.Call, arg: ast.AST, method: bool,
-                    seen: Set[Tuple[int, str]], depth: int) -> str:
-        """A local function given the tensor: READS when its parameter is only read there (judged as in the
-        hot method, a return counting as handing it on), else MUTATES."""
-        if depth >= MAX_HELPER_DEPTH or isinstance(arg, ast.Starred):
-            return MUTATES
-        if isinstance(arg, ast.keyword):
-            param = keyword_parameter(helper, arg.arg)
-        elif any(isinstance(a, ast.Starred) for a in call.args[: call.args.index(arg)]):
-            param = None
-        else:
-            param = positional_parameter(helper, call.args.index(arg), method)
-        if param is None:
-            return MUTATES
-        return MUTATES if self._name_escapes(param, helper, seen, depth + 1) else READS
-
-    def _local_function(self, name: str, func: ast.AST) -> Optional[ast.AST]:
-        """A function defined in the hot method or at the top of the module under `name`."""
-        for sub in ast.walk(func):
-            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.name == name and sub is not func:
-                return sub
-        return next((s for s in self.ctx.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and s.name == name), None)
-
-    def _class_method(self, name: str) -> Optional[ast.AST]:
-        cls = self._hot_class()
-        if cls is None or not isinstance(cls.node, ast.ClassDef):
-            return None
-        return next((s for s in cls.node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and s.name == name and not s.decorator_list), None)
-
-    def _name_escapes(self, name: str, func: ast.AST, seen: Set[Tuple[int, str]], depth: int) -> bool:
-        key = (id(func), name)
-        if key in seen:
-            return False
-        seen.add(key)
-        parents = self._parents(func)
-        for sub in ast.walk(func):  # every use of the local in the function (a bounded look)
-            if isinstance(sub, ast.Name) and sub.id == name:
-                if isinstance(sub.ctx, ast.Load) and self._escapes(sub, func, seen, depth):
-                    return True
-                parent = parents.get(id(sub))
-                if isinstance(parent, ast.AugAssign) and parent.target is sub:
-                    return True  # `total += ...` accumulates into the shared tensor
-            elif isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
-                return True
-        return False
-
-    def _parents(self, func: ast.AST) -> Dict[int, ast.AST]:
-        key = id(func)
-        if key not in self._parent_maps:
-            self._parent_maps[key] = {id(child): node for node in ast.walk(func)
-                                      for child in ast.iter_child_nodes(node)}
-        return self._parent_maps[key]
-
-    def _plain_attribute(self, cls: ast.ClassDef, init: ast.FunctionDef, self_name: str, attr: str) -> bool:
-        """Is `self.<attr>` plain host data fixed at construction: every value `__init__` assigns to it is
-        built from literals, `__init__` arguments, module constants and pure builtins/numpy (not a
-        parameter, module or tensor, whose value changes as the model trains), and nothing in the class
-        changes it in place?"""
-        changed, values, params, locals_ = self._class_scan(cls, init, self_name)
-        if attr in changed:
-            return False
-        assigned = values.get(attr, [])
-        return bool(assigned) and all(v is not None and self._plain_data(v, params, locals_) for v in assigned)
-
-    def _class_scan(self, cls: ast.ClassDef, init: ast.FunctionDef, self_name: str) -> tuple:
-        """One pass over a class for `_plain_attribute`: the `self` attributes changed in place anywhere in
-        it, the values `__init__` assigns to each, `__init__`'s parameters and its single-assignment locals."""
-        key = (id(cls), id(init), self_name)
-        found = self._class_scans.get(key)
-        if found is not None:
-            return found
-        changed: Set[str] = set()
-        for sub in ast.walk(cls):
-            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and _self_attr(
-                    sub.func.value, self_name) and (sub.func.attr in MUTATORS or sub.func.attr.endswith("_")):
-                changed.add(sub.func.value.attr)
-            called = (callee_name(sub) if isinstance(sub, ast.Call) else '')
-            if called in SHUFFLES or called.endswith("_"):
-                changed.update(a.attr for a in sub.args if _self_attr(a, self_name))  # `random.shuffle(self.order)`
-            if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-                for target in targets:
-                    if isinstance(target, ast.Subscript) and _self_attr(target.value, self_name):
-                        changed.add(target.value.attr)
-        params = {a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs} - {self_name}
-        values: Dict[str, List[Optional[ast.expr]]] = {}
-        local_values: Dict[str, List[ast.expr]] = {}  # `half = channels // 2` in __init__
-        for sub in ast.walk(init):
-            if isinstance(sub, (ast.Assign, ast.AnnAssign)):
-                seen: Set[str] = set()
-                for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
-                    if _self_attr(target, self_name) and target.attr not in seen:
-                        seen.add(target.attr)
-                        values.setdefault(target.attr, []).append(sub.value)
-            if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
-                local_values.setdefault(sub.targets[0].id, []).append(sub.value)
-            elif isinstance(sub, (ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
-                for name in (n.id for n in ast.walk(sub) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)):
-                    local_values[name] = []  # bound some other way: not followed
-        locals_ = {name: vals[0] for name, vals in local_values.items() if len(vals) == 1 and name not in params}
-        found = self._class_scans[key] = (changed, values, params, locals_)
-        return found
-
-    def _plain_data(self, expr: ast.expr, params: Set[str], locals_: Dict[str, ast.expr], depth: int = 0) -> bool:
-        ctx = self.ctx
-        if depth > 4:
-            return False
-        own = _comprehension_names(expr)
-        for sub in ast.walk(expr):
-            if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
-                return False
-            if isinstance(sub, ast.Attribute) and not _is_call_target(expr, sub) and (
-                    ctx.qualname(sub) or "").split(".")[0] not in ("numpy", "math"):
-                return False  # attributes (configs, other members) are not followed: not known to be data
-            if isinstance(sub, ast.Call):
-                func = sub.func
-                qual = ctx.call_name(sub)
-                if isinstance(func, ast.Name) and func.id in PURE_BUILTINS and func.id not in params:
-                    continue
-                if qual is not None and qual.split(".")[0] in ("numpy", "math"):
-                    continue
-                if isinstance(func, ast.Attribute) and qual is None and not (
-                        func.attr.endswith("_") or func.attr in MUTATORS):
-                    continue  # a method of plain data: `.reshape(...)`, `.tolist()`
-                return False
-        for name_node in _name_nodes(expr):
-            name = name_node.id
-            if name in own or name in params or name in ctx.constants or name in PURE_BUILTINS:
-                continue
-            if (ctx.aliases.get(name) or "").split(".")[0] in ("numpy", "math"):
-                continue
-            if name in locals_ and self._plain_data(locals_[name], params, locals_, depth + 1):
-                continue
-            return False
-        return True
-
-    @staticmethod
-    def _plain_move(call: ast.Call) -> bool:
-        """`.to(device)`, `.npu()`, `.cuda()` that change nothing but the device."""
-        extra = [kw for kw in call.keywords if kw.arg not in ("device", "non_blocking")]
-        if method_name(call) == "to":
-            positional = call.args[1:] if keyword(call, "device") is None else call.args
-            return not extra and all(isinstance(constant(a), bool) for a in positional)
-        return not extra and len(call.args) <= 1
-
-    def _constant_only(self, expr: ast.expr, init_attrs: Set[str], self_name: str) -> bool:
-        ctx = self.ctx
-        own = _comprehension_names(expr)
-        for sub in ast.walk(expr):
-            if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
-                return False
-            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == self_name:
-                if sub.attr not in init_attrs:
-                    return False
-        for name_node in _name_nodes(expr):
-            name = name_node.id
-            if name in own:
-                continue
-            if name == self_name:
-                if not _is_attribute_base(expr, name_node):
-                    return False
-                continue
-            if ctx.is_local(name):
-                return False
-            if name in ctx.constants or ctx.aliases.get(name) or name in PURE_BUILTINS:
-                continue
-            return False
-        return True
-
-    def _buffer_source(self, expr: ast.expr) -> Optional[str]:
-        """The source of `expr` without a `device=` keyword (the buffer follows the module)."""
-        segment = self.ctx.segment
-        if isinstance(expr, ast.Call) and keyword(expr, "device") is not None:
-            if any(isinstance(a, ast.Starred) for a in expr.args):
-                return None
-            parts = [segment(a) for a in expr.args]
-            parts += [segment(kw) for kw in expr.keywords if kw.arg != "device"]
-            func = segment(expr.func)
-            if func is None or any(p is None for p in parts):
-                return None
-            return f"{func}({', '.join(parts)})"
-        return segment(expr)
-
-    def _buffer_name(self, cls: ast.ClassDef, expr: ast.expr) -> str:
-        taken = self._buffer_names.get(id(cls))
-        if taken is None:
-            taken = self._buffer_names[id(cls)] = _class_names(cls)
-        stmt = next((n for n in reversed(self.ctx.stack) if isinstance(n, ast.stmt)), None)
-        base = ""
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target = stmt.targets[0]
-            if isinstance(target, ast.Name):
-                base = target.id
-            elif isinstance(target, ast.Attribute):
-                base = target.attr
-        if not base:
-            for sub in ast.walk(expr):
-                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
-                    base = sub.attr
-                    break
-                if isinstance(sub, ast.Name) and sub.id in self.ctx.constants:
-                    base = sub.id.lower()
-                    break
-        base = base.strip("_") or "const"
-        name = f"_{base}_buf"
-        if not name.isidentifier() or pykeyword.iskeyword(name):
-            name = "_const_buf"
-        candidate, number = name, 2
-        while candidate in taken:
-            candidate, number = f"{name}{number}", number + 1
-        taken.add(candidate)
-        return candidate
-
-
-# ---------------------------------------------------------------------- small AST helpers
-def _name_nodes(expr: ast.AST) -> Iterator[ast.Name]:
-    return (n for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
-
-
-def _loaded_names(expr: ast.AST) -> List[str]:
-    return [n.id for n in _name_nodes(expr)]
-
-
-def _comprehension_names(expr: ast.AST) -> Set[str]:
-    names: Set[str] = set()
-    for sub in ast.walk(expr):
-        if isinstance(sub, ast.comprehension):
-            names.update(n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name))
-    return names
-
-
-def _is_attribute_base(expr: ast.AST, name: ast.Name) -> bool:
-    return any(isinstance(sub, ast.Attribute) and sub.value is name for sub in ast.walk(expr))
-
-
-def _self_attrs(target: ast.AST, self_name: Optional[str]) -> Set[str]:
-    """`self.x = ...` / `self.cache[k] = ...` -> {'x'} / {'cache'}."""
-    while isinstance(target, ast.Subscript):
-        target = target.value
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
-        return {target.attr}
-    return set()
-
-
-def _assigned_self_attrs(node: ast.AST, self_name: str) -> Set[str]:
-    out: Set[str] = set()
-    for sub in ast.walk(node):
-        targets: List[ast.AST] = []
-        if isinstance(sub, ast.Assign):
-            targets = list(sub.targets)
-        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
-            targets = [sub.target]
-        for target in targets:
-            for element in ast.walk(target):
-                if (isinstance(element, ast.Attribute) and isinstance(element.value, ast.Name)
-                        and element.value.id == self_name and isinstance(element.ctx, ast.Store)):
-                    out.add(element.attr)
-    return out
-
-
-def _init_only_attributes(cls: ast.ClassDef, init: ast.FunctionDef, self_name: str) -> Set[str]:
-    """`self` attributes assigned in `__init__` and in no other method of the class."""
-    attrs = _assigned_self_attrs(init, self_name)
-    for item in cls.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item is not init:
-            attrs -= _assigned_self_attrs(item, self_name)
-    return attrs
-
-
-def _class_names(cls: ast.ClassDef) -> Set[str]:
-    """Every attribute name the class already uses (methods, class attributes, `self.X`)."""
-    names: Set[str] = set()
-    for sub in ast.walk(cls):
-        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(sub.name)
-        elif isinstance(sub, ast.Attribute):
-            names.add(sub.attr)
-        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
-            names.add(sub.value)  # register_buffer("name", ...), getattr(self, "name")
-    for item in cls.body:
-        if isinstance(item, ast.Assign):
-            names.update(t.id for t in item.targets if isinstance(t, ast.Name))
-    return names
-
-
-def _device_text(call: ast.Call) -> str:
-    """How the call names its device, for the message: `x.device`, `'npu'`; `...` when long or unknown."""
+def _device_text(call: ast.Call, unknown: str = "...") -> str:
+    """How the call names its device, for the message: `x.device`, `'npu'`; `unknown` when long or unknown."""
     device = keyword(call, "device")
     value = device.value if device is not None else call.args[0] if method_name(call) == "to" and call.args else None
-    text = ast.unparse(value) if value is not None else "..."
-    return text if len(text) <= 30 else "..."
+    text = ast.unparse(value) if value is not None else unknown
+    if value is not None and device is None and not isinstance(value, ast.Constant) and "dev" not in text.lower():
+        text += ".device"  # `.to(other_tensor)`: the other tensor's device
+    return text if len(text) <= 30 else unknown
 
 
 CPU_WORDS = ("cpu",)
@@ -999,24 +440,3 @@ def _cpu_test(test: ast.expr) -> Optional[bool]:
     if side is None:
         return None
     return not side if negated else side
-
-
-def _self_attr(node: ast.AST, self_name: str) -> bool:
-    """`self.<any attribute>`."""
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self_name
-
-
-def _is_call_target(expr: ast.AST, attribute: ast.Attribute) -> bool:
-    """Is `attribute` the method of a call inside `expr` (`np.array`, `[...].copy`)?"""
-    return any(isinstance(sub, ast.Call) and sub.func is attribute for sub in ast.walk(expr))
-
-
-def _sets_requires_grad(expr: ast.AST) -> bool:
-    """A `requires_grad=` other than False, or `.requires_grad_()`: a buffer would freeze that choice (often
-    `requires_grad=self.training`, which `train()`/`eval()` toggle)."""
-    for sub in ast.walk(expr):
-        if isinstance(sub, ast.keyword) and sub.arg == "requires_grad" and constant(sub.value, ast) is not False:
-            return True
-        if isinstance(sub, ast.Attribute) and sub.attr == "requires_grad_":
-            return True
-    return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional
 
+from ascend_lint.analysis.frameworks import DEVICE_ABSTRACTIONS
 from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 from ascend_lint.astutil import parent_map, receiver_name
 
@@ -19,6 +20,13 @@ STREAM_FACTORIES = frozenset(
     for name in ("current_stream", "default_stream", "Stream", "Event", "ExternalStream")
 ) | {"torch.Event", "torch.Stream", "torch.accelerator.current_stream"}
 RECEIVER_WORDS = ("stream", "event")
+# Device abstractions (analysis/frameworks.py, data): accessor calls, module-level objects and classes whose
+# handle's methods synchronize the device (`get_accelerator().synchronize()`, `current_platform.synchronize()`).
+HANDLE_SYNCS: Dict[str, frozenset] = {}
+for _record in DEVICE_ABSTRACTIONS:
+    for _name in _record.accessors + _record.objects + _record.classes:
+        if _record.sync_methods:
+            HANDLE_SYNCS[_name] = HANDLE_SYNCS.get(_name, frozenset()) | frozenset(_record.sync_methods)
 STEP_REMEDY = "remove it, or run it only every N steps (`if step % N == 0:`)"
 # A forward/construct runs on every step: "every N steps" does not apply there.
 HOT_REMEDY = ("remove it; to order work between streams, make the consuming stream wait on an event "
@@ -37,7 +45,11 @@ class SynchronizeInHotPath(Rule):
         what="Flags device, stream and event synchronizes (`torch.npu.synchronize()`, "
              "`torch_npu.npu.synchronize()`, `torch.cuda.synchronize()`, `<stream>.synchronize()` including "
              "`torch.npu.current_stream().synchronize()`, `<event>.synchronize()`, "
-             "`mindspore.hal.synchronize()` / `mindspore.runtime.synchronize()`) inside a hot scope: "
+             "`mindspore.hal.synchronize()` / `mindspore.runtime.synchronize()`, and the synchronize of a device "
+             "abstraction from the table in ascend_lint/analysis/frameworks.py: DeepSpeed "
+             "`get_accelerator().synchronize()`, `torch.get_device_module().synchronize()`, "
+             "`torch.accelerator.synchronize()`, vLLM `current_platform.synchronize()`, also through a local or a "
+             "`self.<attr>` that holds such a handle) inside a hot scope: "
              "`forward` of an `nn.Module`, `construct` of a MindSpore `Cell`, `forward`/`backward` of a "
              "`torch.autograd.Function`, or the body of the innermost training-step loop. Through the project model, a function called from such a method (in any module, up to three calls deep) or assigned as one by a monkey-patch is hot too, and a class deriving from a model base defined in another module or from a well-known third-party base (transformers, mmengine, Megatron, mindformers) is a model. Through the project model, a function called from a step loop in any module (up to three calls deep, not under a periodic guard) runs every step too; step loops in test code do not count.",
         why="Operators are launched from the host one by one and queued on the NPU; a synchronize makes the "
@@ -93,8 +105,34 @@ class SynchronizeInHotPath(Rule):
                 def forward(self, x):
                     return x
             """),
+        Case("""
+            import torch
+            from deepspeed.accelerator import get_accelerator
+            for batch in loader:
+                model(batch).sum().backward()
+                optimizer.step()
+                get_accelerator().synchronize()
+            """, line=6, message_contains="`get_accelerator().synchronize()` in the training step loop drains "
+                                          "the device queue",
+             fixed="""
+            import torch
+            from deepspeed.accelerator import get_accelerator  # noqa: F401
+            for batch in loader:
+                model(batch).sum().backward()
+                optimizer.step()
+            """),
     )
     flagged = (
+        # device abstractions (analysis/frameworks.py DEVICE_ABSTRACTIONS)
+        "import torch\nfrom deepspeed.accelerator import get_accelerator\nclass M(torch.nn.Module):\n"
+        "    def forward(self, x):\n        get_accelerator().synchronize()\n        return x",
+        "import torch\nfor x, y in loader:\n    model(x).sum().backward()\n    optimizer.step()\n"
+        "    torch.get_device_module().synchronize()",
+        "import torch\nfrom vllm.platforms import current_platform\nclass M(torch.nn.Module):\n"
+        "    def forward(self, x):\n        current_platform.synchronize()\n        return x",
+        "import torch\nfrom deepspeed.accelerator import get_accelerator\nclass M(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.accelerator = get_accelerator()\n"
+        "    def forward(self, x):\n        self.accelerator.synchronize()\n        return x",
         "import torch_npu\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x):\n"
         "        torch_npu.npu.synchronize()\n        return x",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
@@ -154,6 +192,15 @@ class SynchronizeInHotPath(Rule):
         "        synchronize()\n        return x",
         # a forward of a class that is not a Module
         "import torch\nclass Helper:\n    def forward(self, x):\n        torch.npu.synchronize()\n        return x",
+        # a device abstraction's synchronize outside hot code, and a handle's method that is no sync
+        "import torch\nfrom deepspeed.accelerator import get_accelerator\ndef bench(model, x):\n"
+        "    get_accelerator().synchronize()\n    return model(x)",
+        "import torch\nfrom deepspeed.accelerator import get_accelerator\nclass M(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x.to(get_accelerator().current_device_name())",
+        # an accelerate Accelerator has no device synchronize (its wait_for_everyone is a process barrier)
+        "import torch\nfrom accelerate import Accelerator\nclass M(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.accelerator = Accelerator()\n    def forward(self, x):\n"
+        "        self.accelerator.synchronize()\n        return x",
         # a method called synchronize on something that is not a stream/event, in forward
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
         "        self.buffers_state.synchronize()\n        return x",
@@ -212,15 +259,28 @@ class SynchronizeInHotPath(Rule):
             return None
         qual = self.ctx.qualname(func)
         if qual is not None:
-            return qual + "()" if qual in DEVICE_SYNCS else None
+            if qual in DEVICE_SYNCS or func.attr in HANDLE_SYNCS.get(qual.rpartition(".")[0], ()):
+                return qual + "()"  # `torch.npu.synchronize`, `current_platform.synchronize` (vLLM)
+            return None
         receiver = func.value
-        resolved = self.ctx.resolve(receiver)
-        if isinstance(resolved, ast.Call) and self.ctx.call_name(resolved) in STREAM_FACTORIES:
-            return f"{_short(receiver)}.synchronize()"
+        resolved = self._handle_value(receiver)
+        if isinstance(resolved, ast.Call):
+            made_by = self.ctx.call_name(resolved)
+            if made_by in STREAM_FACTORIES or func.attr in HANDLE_SYNCS.get(made_by or "", ()):
+                return f"{_short(receiver)}.synchronize()"
         name = receiver_name(receiver).lower()
         if any(word in name for word in RECEIVER_WORDS):
             return f"{_short(receiver)}.synchronize()"
         return None
+
+
+    def _handle_value(self, receiver: ast.expr) -> Optional[ast.expr]:
+        """What the receiver was made by: itself, the value of a local bound to it, or the value `__init__`
+        gives `self.<attr>` (`self.accelerator = get_accelerator()`)."""
+        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) \
+                and receiver.value.id == "self" and self.ctx.class_scope is not None:
+            return self.ctx.class_scope.attributes.get(receiver.attr)
+        return self.ctx.resolve(receiver)
 
 
 def _short(receiver: ast.expr) -> str:

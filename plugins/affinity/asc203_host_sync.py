@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
+from ascend_lint.analysis.placement import Place
 from ascend_lint.rule import Case, Docs, Rule
 from ascend_lint.analysis.semantic import Binding
 from ascend_lint.astutil import argument, contains, method_name, receiver_name
@@ -55,7 +56,9 @@ class HostSyncInStepLoop(Rule):
                        "(a `torch` function result, a tensor method chain, or a name that `.backward()`, apex "
                        "`amp.scale_loss` or `scaler.scale` was applied to), and only on lines that mention a "
                        "loss or a `torch.` function. Tensors taken straight from the data loader (the loop variables) are host tensors "
-                       "and are not reported. A one-step guard (`if i == len(loader) - 1:`) counts like "
+                       "and are not reported, nor are tensors that placement (ascend_lint/analysis/placement.py) finds "
+                       "on the host: built without a device (`r = torch.tensor(rewards).float(); r.mean().item()`) "
+                       "or moved there with `.cpu()`: computing with them is host work, not a sync. A one-step guard (`if i == len(loader) - 1:`) counts like "
                        "`if step % N == 0:`.",
         example="""
             for step, (images, target) in enumerate(loader):
@@ -126,6 +129,10 @@ class HostSyncInStepLoop(Rule):
         "        optimizer.step()\n    print(loss.item())",
         # evaluation loop: no backward/step
         "import torch\nfor x, y in val_loader:\n    acc += (model(x).argmax(1) == y).sum().item()",
+        # host tensors: built on the host without a device (RL rewards), or already moved there
+        "import torch\nfor batch in loader:\n    loss = model(batch.npu()).sum()\n    loss.backward()\n"
+        "    optimizer.step()\n    r = torch.tensor(rewards).float()\n    mean_reward = r.mean().item()\n"
+        "    history.append(float(torch.tensor(lengths).sum()))\n    print(f'{r.std()}')",
         # host data from the loader, and numpy/python values
         "import torch\nimport numpy as np\nfor x, y in loader:\n    labels = y.numpy()\n    loss = model(x.npu()).sum()\n"
         "    loss.backward()\n    optimizer.step()\n    n = np.mean(a).item()\n    k = int(len(y))\n"
@@ -169,7 +176,7 @@ class HostSyncInStepLoop(Rule):
                 self._print_call(node)
             elif len(node.args) == 1 and not node.keywords:
                 arg = node.args[0]
-                if self._is_tensor(arg) and not self._has_sync(arg):
+                if self._is_tensor(arg) and not self._has_sync(arg) and not self._placed_on_host(arg):
                     self._check(node, _short(node, f"{func.id}()"))
 
     def _method_call(self, node: ast.Call, method: str) -> None:
@@ -179,7 +186,8 @@ class HostSyncInStepLoop(Rule):
         elif (method == "scale_loss" and self.ctx.call_name(node) == "apex.amp.scale_loss") or (
                 method == "scale" and "scaler" in receiver_name(node.func.value).lower()):
             self._remember_tensor(argument(node, "loss", 0))  # amp.scale_loss(loss, opt) / scaler.scale(loss)
-        elif method in SYNC_METHODS and not node.args and not self._host_receiver(node.func.value):
+        elif method in SYNC_METHODS and not node.args and not self._host_receiver(node.func.value) \
+                and not self._placed_on_host(node.func.value):
             self._check(node, _short(node, f".{method}()"))
 
     def _print_call(self, node: ast.Call) -> None:
@@ -213,10 +221,15 @@ class HostSyncInStepLoop(Rule):
         if isinstance(arg, ast.JoinedStr):
             for part in arg.values:
                 if isinstance(part, ast.FormattedValue) and self._is_tensor(part.value) \
-                        and not self._has_sync(part.value):
+                        and not self._has_sync(part.value) and not self._placed_on_host(part.value):
                     return part.value
             return None
-        return arg if self._is_tensor(arg) and not self._has_sync(arg) else None
+        return arg if self._is_tensor(arg) and not self._has_sync(arg) and not self._placed_on_host(arg) else None
+
+    def _placed_on_host(self, node: ast.expr) -> bool:
+        """A host tensor by placement (`r = torch.tensor(rewards).float()`, a `.cpu()` result): reading it
+        computes on the host and waits for no device."""
+        return self.ctx.placement(node, tensor=True) is Place.HOST
 
     def _has_sync(self, node: ast.AST) -> bool:
         """A sync call somewhere in the receiver chain (it is reported on its own)."""

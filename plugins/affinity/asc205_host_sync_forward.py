@@ -69,6 +69,30 @@ class HostSyncInForward(Rule):
                     return x / n
             """, line=5, message_contains="`x.sum().item()` copies a device tensor to the host with `.item()` in "
                                           "`forward`"),
+        # a condition and bool() on results of ops on the inputs and parameters
+        Case("""
+            import torch
+            import torch_npu
+            class Gate(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.w = torch.nn.Parameter(torch.ones(4))
+                def forward(self, x):
+                    scores = x * self.w
+                    if scores.max() > 0:
+                        scores = scores / 2
+                    return scores, bool(scores.any())
+            """, line=9, message_contains="`scores.max() > 0` is a device tensor used as a condition"),
+        Case("""
+            import torch
+            import torch_npu
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    y = x.softmax(-1)
+                    print(y)
+                    return y
+            """, line=6, message_contains="`print(y)` reads a device tensor's value on the host with `print()` in "
+                                          "`forward`"),
     )
     flagged = (
         "import torch\nimport torch_npu\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
@@ -98,6 +122,10 @@ class HostSyncInForward(Rule):
         "import torch\nimport torch_npu\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
         "        r = torch.tensor([1.0, 2.0]).float()\n        m = r.mean().item()\n"
         "        idx = torch.arange(4).cpu()\n        ids = idx.tolist()\n        return x * m",
+        # host tensors built from an input's Python data (RL rewards): host work, no sync
+        "import torch\nimport torch_npu\nclass Critic(torch.nn.Module):\n    def forward(self, x, rewards):\n"
+        "        r = torch.tensor(rewards).float()\n        baseline = r.mean().item()\n"
+        "        if r.std() > 0:\n            print(r)\n        return x - baseline",
         # `is None` tests and membership are Python values
         "import torch\nimport torch_npu\nclass M(torch.nn.Module):\n    def forward(self, x, mask=None):\n"
         "        if mask is not None:\n            x = x.masked_fill(mask, 0)\n        return x",
@@ -196,4 +224,6 @@ class HostSyncInForward(Rule):
         text = ast.unparse(shown)
         if len(text) > 60 or "\n" in text:
             text = text[:57] + "..."
-        self.report(node, expr=text, what=what, where=self.ctx.hot_label(), advice=advice)
+        role = self.ctx.hot_role()  # the forward itself, or a function a forward calls, with the reason
+        self.report(node, expr=text, what=what, where=role.describe() if role is not None else "`forward`",
+                    advice=advice)

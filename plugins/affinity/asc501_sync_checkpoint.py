@@ -6,8 +6,9 @@ import re
 from collections import Counter
 from typing import List, Optional, Tuple
 
+from ascend_lint.analysis.records import PER_STEP, STEP_CALL, Role
 from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
-from ascend_lint.astutil import argument, callee_name, constant, dotted_name, has_star_args
+from ascend_lint.astutil import argument, callee_name, constant, contains, dotted_name, has_star_args
 
 # MindSpore callables with an `async_save` parameter -> its positional index
 MS_SAVE_CONFIG = {"CheckpointConfig": 5}
@@ -49,8 +50,12 @@ class SyncCheckpointSave(Rule):
                        "blocks once per epoch, a small share of the epoch that users reasonably keep, and is not "
                        "reported. `CheckpointConfig` is always reported: its `save_checkpoint_steps` (default 1) "
                        "sets a step-level frequency. `torch.save` is reported only on every step (torch has no "
-                       "asynchronous switch: saving every N steps is the remedy). A `save_checkpoint` in a helper "
-                       "that a hook or the step loop calls is not seen.",
+                       "asynchronous switch: saving every N steps is the remedy). A save in a helper is reported "
+                       "when the project's roles (`ctx.role()`) make the helper per-step through a framework that "
+                       "calls it every step (a step hook) and the save is not under an `if` or a loop of the "
+                       "helper; the rule reads no other file. A helper that a step loop in another module calls "
+                       "is not reported (the call may sit under a condition other than `if step % N == 0:`, "
+                       "such as an epoch change, which the role does not record).",
         example="""
             config = CheckpointConfig(save_checkpoint_steps=steps, keep_checkpoint_max=10)
             ckpt_cb = ModelCheckpoint(prefix="resnet50", directory="./ckpt", config=config)
@@ -145,10 +150,10 @@ class SyncCheckpointSave(Rule):
         if not qual:
             return
         if qual == "torch.save":
-            loop = self.ctx.current_loop()
-            if loop is not None and self.ctx.is_step_loop(loop) and not self.ctx.guarded(modulo_only=False):
+            where = self._every_step()
+            if where is not None:
                 self.report(node, op="`torch.save`",
-                            problem="runs on every training step and blocks it while it writes",
+                            problem=f"runs on every training step{where} and blocks it while it writes",
                             remedy="save every N steps (`if step % N == 0:`) or once per epoch")
             return
         if not qual.startswith("mindspore."):
@@ -164,9 +169,44 @@ class SyncCheckpointSave(Rule):
                 problem = f"in `{hook}` (run every training step) blocks training while it writes"
             elif self.ctx.in_step_loop(called_only=True):
                 problem = "in the training step loop blocks training while it writes"
+            elif self._step_role() is not None and not self._conditional():
+                problem = f"blocks training while it writes ({self._step_role().describe()})"
             else:
                 return
             self._check_async(node, "`mindspore.save_checkpoint`", MS_SAVE_FUNCTIONS[qual], problem)
+
+    def _every_step(self) -> Optional[str]:
+        """Does the save run on every step: unguarded in a step loop (""), or unconditionally in a function the
+        project's roles make per-step (" (`save_ckpt` runs every step: the step loop in `train.py:88` calls it)")?
+        None otherwise. The roles come from ctx (a step loop, a framework hook or an entry point in any module):
+        the rule never looks at other files."""
+        ctx = self.ctx
+        loop = ctx.current_loop()
+        if loop is not None and ctx.is_step_loop(loop):
+            return None if ctx.guarded(modulo_only=False) else ""
+        role = self._step_role()
+        if role is None or self._conditional():
+            return None
+        return f" ({role.describe()})"
+
+    def _step_role(self) -> Optional[Role]:
+        """The per-step role the project gives the current function through a framework that calls it every
+        step (a hook such as `Callback.step_end` or `Trainer.training_step`, from the execution model's
+        roles). A role from a step loop in another module (`ctx.step_role()`) is not enough for a save: that
+        role counts only `if step % N == 0:` as a guard at the call, while saves are mostly called under other
+        conditions (`if epoch != iter // n:`, `if is_best:`), which the rule cannot see from here."""
+        role = self.ctx.role()
+        if role is None or role.kind != PER_STEP or self.ctx.step_role() is not None:
+            return None
+        return role if role.reason is None or role.reason.kind != STEP_CALL else None
+
+    def _conditional(self) -> bool:
+        """Is the call under an `if` (or a loop) of its function: a best-model or every-N save."""
+        func = self.ctx.function
+        if func is None:
+            return True
+        return any(contains(func.node, if_node) for if_node, _ in self.ctx.ifs) or any(
+            contains(func.node, loop) for loop in self.ctx.loops)
 
     def _callback_hook(self) -> Optional[str]:
         """The name of the MindSpore `Callback` hook (`on_train_step_end`, `epoch_end`, ...) the call is in."""

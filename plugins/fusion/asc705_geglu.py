@@ -62,6 +62,34 @@ class HandwrittenGeglu(FusionRule):
                 h, gate = self.proj(x).chunk(2, dim=-1)
                 return h * F.gelu(gate)
             """, line=6, message_contains="hand-written GEGLU runs as separate split/gelu/mul kernels on"),
+        # a fixed approximation: the matching value
+        Case("""
+            import torch.nn.functional as F
+            import torch_npu
+            def f(x):
+                a, b = x.chunk(2, dim=-1)
+                return F.gelu(a, approximate='tanh') * b
+            """, line=5, message_contains="approximate=1, activate_left=True)[0]`"),
+        # the approximation picked at run time: no fixed value (it would change one setting's results)
+        Case("""
+            import torch.nn.functional as F
+            import torch_npu
+            def f(self, x):
+                h, gate = self.proj(x).chunk(2, dim=-1)
+                return h * F.gelu(gate, approximate=self.approximate)
+            """, line=5, message_contains="approximate=approx)[0]` with `approx` 1 if the GELU the code picks at "
+                                          "run time is the tanh approximation, 0 if it is the exact (erf) one"),
+        Case("""
+            import torch
+            import torch_npu
+            class GEGLU(torch.nn.Module):
+                def __init__(self, use_tanh):
+                    super().__init__()
+                    self.act = torch.nn.GELU(approximate="tanh" if use_tanh else "none")
+                def forward(self, x):
+                    h, gate = x.chunk(2, dim=-1)
+                    return self.act(h) * gate
+            """, line=9, message_contains="with `approx` 1 if the GELU the code picks at run time is the tanh"),
     )
     flagged = (
         _IMPORTS + "def f(x):\n    a, b = x.chunk(2, dim=-1)\n    return F.gelu(a, approximate='tanh') * b",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict
 from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
+from ascend_lint.astutil import contains
 
 from .._safety import Ancestry, failure_caught
 from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, torch_spelling
@@ -33,7 +34,10 @@ class TorchCudaApi(Rule):
             "is 0 (so the code silently falls back to the CPU), and calls such as `synchronize()` or "
             "`set_device()` raise. torch_npu mirrors the CUDA API under `torch.npu` "
             "(`torch.cuda.*** -> torch_npu.npu.***` in the Ascend API support list).",
-        known_problems=NOT_LEFTOVERS + " APIs missing from the table are not reported.",
+        known_problems=NOT_LEFTOVERS + " The port itself is not a leftover: an assignment over a CUDA name "
+                       "(`torch.cuda.synchronize = torch.npu.synchronize`) and a type annotation "
+                       "(`stream: torch.cuda.Stream`, `-> torch.cuda.Event`) are not reported. APIs missing from "
+                       "the table are not reported.",
         example="""
             import torch
             import torch_npu
@@ -86,6 +90,10 @@ class TorchCudaApi(Rule):
     )
     flagged = (
         "import torch\nimport torch_npu\ntorch.cuda.set_device(rank)",
+        # the value side of an assignment is a use
+        "import torch\nimport torch_npu\nsync = torch.cuda.synchronize",
+        # a default value next to an annotation is evaluated
+        "import torch\nimport torch_npu\ndef run(x, stream: object = torch.cuda.current_stream()):\n    return x",
         "import torch\nimport torch_npu\nn = torch.cuda.device_count()",
         "import torch\nimport torch_npu\nscaler = torch.cuda.amp.GradScaler()",
         "import torch\nimport torch_npu\nwith torch.cuda.amp.autocast():\n    pass",
@@ -105,6 +113,14 @@ class TorchCudaApi(Rule):
         "import torch\nimport torch_npu\nn = torch.npu.device_count() if use_npu else torch.cuda.device_count()",
         "import torch\nimport torch_npu\nmodule = torch.cuda",
         "import torch\nimport torch_npu\ntry:\n    pass\nexcept torch.cuda.OutOfMemoryError:\n    pass",
+        # the port itself: NPU functions assigned over CUDA names
+        "import torch\nimport torch_npu\ntorch.cuda.synchronize = torch.npu.synchronize\n"
+        "torch.cuda.current_device = torch.npu.current_device",
+        # torch.cuda.Stream used only as a type annotation
+        "import torch\nimport torch_npu\nfrom typing import Optional\n"
+        "def run(x, stream: Optional[torch.cuda.Stream] = None) -> torch.cuda.Event:\n"
+        "    pending: torch.cuda.Stream = torch.npu.current_stream()\n    return torch.npu.Event()",
+        "import torch\nimport torch_npu\nfrom torch.cuda import Stream\ndef run(x, s: Stream):\n    return x",
         # a per-backend dispatch table is deliberate multi-backend code
         "import torch\nimport torch_npu\nAVAILABLE = {'cuda': torch.cuda.is_available(), 'npu': torch.npu.is_available()}",
         "import torch\nimport torch_npu\nSYNC = {'gpu': torch.cuda.synchronize, 'npu': torch.npu.synchronize}",
@@ -120,7 +136,28 @@ class TorchCudaApi(Rule):
         parent = self.ctx.parent
         if isinstance(parent, ast.Attribute) and parent.value is node:
             return  # only the outermost attribute of a chain
+        if not isinstance(node.ctx, ast.Load) or self._in_annotation():
+            return  # the port itself (`torch.cuda.synchronize = torch.npu.synchronize`), or a type
         self._check(node)
+
+    def _annotation_only(self, name: str) -> bool:
+        """Is an imported name used, and only in type annotations (`from torch.cuda import Stream` for
+        `s: Stream`)? (Walks the file: only asked for an import from `torch.cuda`.)"""
+        annotations = [n for sub in ast.walk(self.ctx.tree) for n in _annotations(sub)]
+        uses = [n for n in ast.walk(self.ctx.tree) if isinstance(n, ast.Name) and n.id == name]
+        return bool(uses) and all(any(contains(a, use) for a in annotations) for use in uses)
+
+    def _in_annotation(self) -> bool:
+        """Is the node being visited part of a type annotation (`stream: torch.cuda.Stream`, `-> ...`)?
+        Annotations are not evaluated as API calls (and never are under `from __future__ import annotations`)."""
+        stack = self.ctx.stack
+        for outer, inner in zip(stack, stack[1:]):
+            if isinstance(outer, (ast.arg, ast.AnnAssign)) and outer.annotation is inner:
+                return True
+            if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                    outer.returns is inner or _in_parameter_annotation(outer, stack[-1])):
+                return True
+        return False
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         """`from torch.cuda.amp import autocast`: reported (and fixed) at the import, not at each use."""
@@ -129,7 +166,8 @@ class TorchCudaApi(Rule):
             return
         found = [(alias, lookup(f"{module[len('torch.cuda.'):]}.{alias.name}".lstrip(".")))
                  for alias in node.names if alias.name != "*"]
-        found = [(alias, twin) for alias, twin in found if twin is not None]
+        found = [(alias, twin) for alias, twin in found
+                 if twin is not None and not self._annotation_only(alias.asname or alias.name)]
         if not found or in_backend_switch(self.ctx, self._switches):
             return
         fix = None
@@ -188,3 +226,19 @@ class TorchCudaApi(Rule):
         if twin.exact:
             return head + (f" ({twin.note})" if twin.note else "")
         return f"{head}, which is not a drop-in rename: {twin.note}"
+
+
+def _in_parameter_annotation(func: ast.AST, node: ast.AST) -> bool:
+    """Is `node` inside the annotation of one of `func`'s parameters?"""
+    args = func.args
+    params = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+    return any(p.annotation is not None and contains(p.annotation, node) for p in params)
+
+
+def _annotations(node: ast.AST) -> list:
+    """The annotation expressions a node holds (a parameter's, a return's, an annotated assignment's)."""
+    if isinstance(node, (ast.arg, ast.AnnAssign)):
+        return [node.annotation] if node.annotation is not None else []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.returns] if node.returns is not None else []
+    return []
