@@ -68,6 +68,9 @@ def text_rows(text: str, shared: Optional[Dict[Any, Any]] = None, precision: boo
     patches = _patches(masked, reverse, known)
     if found.owners:
         _collect_calls(reverse, found.owners, found.defs, known, intern)
+    module_calls = _module_calls(reverse, found.owners, known, intern)
+    passes = _passes(masked, found.owners, known, intern)
+    attributes = _attributes(masked, found.owners, known, intern) if "self." in masked else {}
     # "light": the syntax tree holds more (step loops, precision decisions): see summary.summarize()
     deep = might_step(masked) or (precision and any(search(masked) for search in _PRECISION_SEARCHES))
     modules = (module + "." + name if name else module
@@ -75,7 +78,7 @@ def text_rows(text: str, shared: Optional[Dict[Any, Any]] = None, precision: boo
     classes = {name: (line, tuple(bases), tuple(methods)) for name, (line, bases, methods) in found.classes.items()}
     rows = (Summary.SCHEMA, deep, found.imports, classes, found.defs, patches, found.entry, npu_context(modules, text),
             found.entry and gpu_context(text), run_mode(text),  # (only an entry's CUDA use counts)
-            _config_from_text(masked, found.config_spans), (), (), ())
+            _config_from_text(masked, found.config_spans), (), (), (), module_calls, passes, attributes)
     return rows
 
 
@@ -351,3 +354,109 @@ def _collect_calls(reverse: str, owners: List[Owner], defs: Dict[str, tuple], kn
             names.sort()
             line, end, _none = defs[qual]
             defs[qual] = (line, end, tuple(names[:MAX_CALLS]))
+
+
+# ----------------------------------------------------------------------------- execution-model facts
+# A bare (dotted) name as an argument, with its keyword: `f(a, loss_fn=my_loss)`, `partial(loss_func, x)`.
+_ARG_RE = re.compile(r"[(,][ \t\n]*(?:(\w+)[ \t]*=[ \t]*)?([A-Za-z_]\w*(?:\.\w+)?)[ \t\n]*(?=[,)])")
+# `self.x = Cls(` / `self.x = name` (a parameter whose annotation names the class)
+_SELF_ATTR_RE = re.compile(r"\n[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([A-Za-z_][\w.]*)[ \t]*(\(|\n)")
+_MODULE_CALL_REV_RE = re.compile(r"\([ \t]*([\w.]+)(?![\w.]*[ \t]+ssalc\b)")  # (not a `class X(` header)
+_RETURN_RE = re.compile(r"\n[ \t]+return[ \t]+([A-Za-z_]\w*(?:\.\w+)?)[ \t]*(?=\n)")  # `return loss_func`
+_CALLEE_RE = re.compile(r"(\bclass[ \t]+)?([A-Za-z_][\w.]*)[ \t]*$")
+_OPEN_SCAN = 2000  # characters looked back for the call an argument belongs to
+
+
+def _owner_at(owners: List[Owner], offset: int) -> Tuple[str, int]:
+    """(qualname, header end) of the function or method whose span holds `offset` ('' at module level)."""
+    import bisect
+    index = bisect.bisect_right(owners, (offset, 1 << 62)) - 1
+    if index >= 0 and owners[index][0] <= offset < owners[index][1]:
+        return owners[index][2], owners[index][0]
+    # (a method's span lies inside no other owner's: owners are top-level functions and methods only)
+    return "", 0
+
+
+def _module_calls(reverse: str, owners: List[Owner], known: set, intern: Callable[[str], str]) -> Tuple[str, ...]:
+    """The project-looking names that module-level code (class bodies too) calls."""
+    size = len(reverse)
+    roots = {name[::-1] for name in known}
+    names = set()
+    start = 0
+    for begin, end in sorted((o[0], o[1]) for o in owners) + [(size, size)]:
+        if begin > start:
+            for backwards in _MODULE_CALL_REV_RE.findall(reverse, size - begin, size - start):
+                root = backwards.rpartition(".")[2]
+                if root in roots and backwards not in _NOT_CALLED_BACKWARDS:
+                    names.add(backwards[::-1])
+        start = max(start, end)
+    return tuple(sorted(intern(n) for n in names)[:MAX_CALLS])
+
+
+def _call_before(masked: str, offset: int) -> Tuple[str, int]:
+    """The call whose argument list holds `offset` (as written, '' if none) and the argument's position."""
+    depth, commas, pos = 0, 0, offset - 1
+    low = max(0, offset - _OPEN_SCAN)
+    while pos >= low:
+        char = masked[pos]
+        if char in ")]}":
+            depth += 1
+        elif char in "([{":
+            if depth == 0:
+                if char != "(":
+                    return "", -1
+                found = _CALLEE_RE.search(masked, max(0, pos - 120), pos)
+                return (found.group(2) if found and not found.group(1) else ""), commas
+            depth -= 1
+        elif char == "," and depth == 0:
+            commas += 1
+        pos -= 1
+    return "", -1
+
+
+def _passes(masked: str, owners: List[Owner], known: set, intern: Callable[[str], str]) -> Tuple[tuple, ...]:
+    """(owner, callee, name, keyword, position, line) of the project-looking names passed as arguments."""
+    found = []
+    ordered = sorted(owners)
+    for m in _ARG_RE.finditer(masked):
+        name = m.group(2)
+        root = name.split(".", 1)[0]
+        if root not in known and not (root == "self" and "." in name):
+            continue
+        callee, position = _call_before(masked, m.start() + 1)
+        if not callee or callee.rpartition(".")[2] in NOT_CALLED:
+            continue
+        keyword = m.group(1) or ""
+        owner = _owner_at(ordered, m.start())[0]
+        line = masked.count("\n", 0, m.start(2))
+        found.append((intern(owner), intern(callee), intern(name), keyword, -1 if keyword else position, line))
+    if "return" in masked:
+        for m in _RETURN_RE.finditer(masked):
+            name = m.group(1)
+            if name.split(".", 1)[0] in known or (name.startswith("self.") and name.count(".") == 1):
+                owner = _owner_at(ordered, m.start() + 1)[0]
+                if owner:
+                    found.append((intern(owner), "return", intern(name), "", -1, masked.count("\n", 0, m.start(1))))
+    return tuple(found)
+
+
+def _attributes(masked: str, owners: List[Owner], known: set,
+                intern: Callable[[str], str]) -> Dict[str, Dict[str, str]]:
+    """Class -> `self.x` -> the project-looking class it holds: `self.x = Cls(...)`, or `self.x = param` where
+    the method's signature annotates `param: Cls`."""
+    ordered = sorted(owners)
+    out: Dict[str, Dict[str, str]] = {}
+    for m in _SELF_ATTR_RE.finditer(masked):
+        attr, value, after = m.groups()
+        owner, header = _owner_at(ordered, m.start() + 1)
+        if "." not in owner:
+            continue
+        if after != "(":
+            annotated = re.search(r"[(,][ \t\n]*" + re.escape(value) + r"[ \t]*:[ \t]*([A-Za-z_][\w.]*)",
+                                  masked[header:min(m.start(), header + 800)])
+            if annotated is None:
+                continue
+            value = annotated.group(1)
+        if value.split(".", 1)[0] in known:
+            out.setdefault(intern(owner.split(".", 1)[0]), {})[intern(attr)] = intern(value)
+    return out
