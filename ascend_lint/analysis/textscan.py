@@ -360,7 +360,7 @@ def _collect_calls(reverse: str, owners: List[Owner], defs: Dict[str, tuple], kn
 # A bare (dotted) name as an argument, with its keyword: `f(a, loss_fn=my_loss)`, `partial(loss_func, x)`.
 _ARG_RE = re.compile(r"[(,][ \t\n]*(?:(\w+)[ \t]*=[ \t]*)?([A-Za-z_]\w*(?:\.\w+)?)[ \t\n]*(?=[,)])")
 # `self.x = Cls(` / `self.x = name` (a parameter whose annotation names the class)
-_SELF_ATTR_RE = re.compile(r"\n[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([A-Za-z_][\w.]*)[ \t]*(\(|\n)")
+_SELF_ATTR_RE = re.compile(r"\n[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([A-Za-z_][\w.]*)[ \t]*(\(|(?=\n))")
 _MODULE_CALL_REV_RE = re.compile(r"\([ \t]*([\w.]+)(?![\w.]*[ \t]+ssalc\b)")  # (not a `class X(` header)
 _RETURN_RE = re.compile(r"\n[ \t]+return[ \t]+([A-Za-z_]\w*(?:\.\w+)?)[ \t]*(?=\n)")  # `return loss_func`
 _CALLEE_RE = re.compile(r"(\bclass[ \t]+)?([A-Za-z_][\w.]*)[ \t]*$")
@@ -451,7 +451,7 @@ def _attributes(masked: str, owners: List[Owner], known: set,
         owner, header = _owner_at(ordered, m.start() + 1)
         if "." not in owner:
             continue
-        if after != "(":
+        if not after:
             annotated = re.search(r"[(,][ \t\n]*" + re.escape(value) + r"[ \t]*:[ \t]*([A-Za-z_][\w.]*)",
                                   masked[header:min(m.start(), header + 800)])
             if annotated is None:

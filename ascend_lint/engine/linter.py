@@ -244,13 +244,14 @@ class Linter:
             summary = summarize_tree(tree, text, ctx, light, self._gathers_precision())
             if view is not None:
                 view.learn_own(summary)
+        in_project = view is not None  # (a file alone has no execution roles: nothing is silenced)
         if view is None:  # no project: the file is a project of its own
             view = single_file_view(summary, path)
             ctx.attach(view)
             summary = summary if summarize else None
         instances = self._instances(plan, ctx, text)
         findings = self._run(instances, ctx, plan) if instances else []
-        if findings and ctx.module is not None:
+        if findings and in_project and ctx.module is not None:
             findings = apply_role_policy(findings, tree, ctx.facts().roles, instances, self.settings.preview)
         return _Walk(findings, plan.skipped, (ctx.lines if findings else None), plan.notes, summary, view.deps)
 
