@@ -346,9 +346,20 @@ def test_the_summary_keeps_module_calls_passes_and_attributes():
     assert Summary.from_tuple(summary.to_tuple()) == summary
 
 
-@pytest.mark.parametrize("field", [14, 15, 16])
+@pytest.mark.parametrize("field", [14, 15, 16, 17])
 def test_a_malformed_new_field_is_a_malformed_summary(field):
     row = list(light_summary("x = 1\n").to_tuple())
     row[field] = 7
     with pytest.raises((ValueError, TypeError)):
         Summary.from_tuple(row)
+
+
+def test_a_module_named_in_a_string_is_reached_and_its_function_is_not_unreached():
+    model = _model({
+        "run.py": "import patches\n\nif __name__ == '__main__':\n    patches.apply()\n",
+        "patches.py": "TABLE = {'megatron.attn': 'impl.fast_attention'}\n\n\ndef apply():\n    pass\n",
+        "impl.py": HEAD + "def fast_attention(q):\n    return q\n\n\ndef never(q):\n    return q\n",
+        "dead.py": HEAD + "def helper(q):\n    return q\n"})
+    assert _kind(model, "impl.fast_attention") is None  # (named in a string: the model cannot say when it runs)
+    assert _kind(model, "impl.never") == "unreached"
+    assert _kind(model, "dead.helper") == "unreached"

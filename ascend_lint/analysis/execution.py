@@ -39,6 +39,11 @@ _LAZY_NAMES = ("_LazyModule", "import_module", "importlib")
 # functions that a once-run caller runs to set the run up (a constructor is set-up code too)
 _SETUP_NAME = re.compile(r"^_*(?:build|create|make|setup|set_up|init|initiali[sz]e|configure|register|apply_patch"
                          r"|get_\w*(?:cls|class|model|optimizer|scheduler|dataloader))", re.IGNORECASE)
+_HOOK_METHODS = frozenset(m for hook_set in frameworks.HOOKS for m in hook_set.methods)
+_PASSED_BY_LAST: Dict[str, List[frameworks.PassedFunction]] = {}
+for _record in frameworks.PASSED_FUNCTIONS:
+    for _pattern in _record.calls:
+        _PASSED_BY_LAST.setdefault(_pattern.rpartition(".")[2], []).append(_record)
 _NAMED: Dict[str, frameworks.NamedRole] = {name: record for record in frameworks.NAMED_ROLES
                                            for name in record.names}
 
@@ -66,6 +71,7 @@ class ExecutionWalks:
     def _find_entries(self) -> None:
         """The entry modules, their roots (module code, `main`) and the modules they reach."""
         self._edge_memo: Dict[str, List[Edge]] = {}
+        self._target_memo: Dict[tuple, Optional[Tuple[str, Optional[str]]]] = {}
         self._offline: Dict[str, Optional[str]] = {}
         self.entry_roots = []
         candidates = [mid for mid in sorted(self.r.by_id) if self._script_like(mid)]
@@ -83,7 +89,7 @@ class ExecutionWalks:
             else:
                 self.entry_roots += self._entry_roots(mid)
         entries = [mid for mid in entries if self._offline.get(mid) is None]
-        self.reached_modules = self._lazy_packages(self._reached(entries)) if entries else None  # type: ignore
+        self.reached_modules = self._by_strings(self._lazy_packages(self._reached(entries))) if entries else None  # type: ignore
 
     def _script_like(self, mid: str) -> bool:
         summary: Summary = self.summary(mid)  # type: ignore[attr-defined]
@@ -112,6 +118,29 @@ class ExecutionWalks:
         if "" in lazy:
             return set(self.r.by_id)
         return reached | {mid for mid in self.r.by_id if mid.startswith(prefixes)}
+
+    def _by_strings(self, reached: Set[str]) -> Set[str]:
+        """`reached` with the modules that reached modules name in strings (`"pkg.mod.func"`), and what those
+        import, until no new module is named."""
+        todo = list(reached)
+        while todo:
+            named = []
+            for mid in todo:
+                for text in self.summary(mid).dotted_strings:  # type: ignore[attr-defined]
+                    found = self._module_named(text)
+                    if found is not None and found not in reached:
+                        named.append(found)
+            todo = [m for m in self._reached(named) if m not in reached] if named else []  # type: ignore
+            reached.update(todo)
+        return reached
+
+    def _module_named(self, text: str) -> Optional[str]:
+        """The project module a dotted string names (`pkg.mod` or `pkg.mod.attr`), if any."""
+        by_id = self.r.by_id
+        if text in by_id:
+            return text
+        head = text.rpartition(".")[0]
+        return head if head in by_id else None
 
     def is_reached_module(self, mid: str) -> bool:
         return self.reached_modules is None or mid in self.reached_modules
@@ -154,19 +183,40 @@ class ExecutionWalks:
 
     def _resolve_calls(self, mid: str, owner: str, calls: Iterable[str]) -> Iterator[Edge]:
         qual = f"{mid}.{owner}" if mid and owner else (owner or mid)
+        called = None
         for text in calls:
-            callee = self.function(mid, text, owner)  # type: ignore[attr-defined]
-            if callee is None and text.startswith("self.") and text.count(".") == 2:
-                callee = self._attribute_method(mid, owner, text)
-            if callee is not None:
-                yield callee, self._called_by(qual) if owner else Reason(  # type: ignore[attr-defined]
-                    ENTRY, (), Place(self.path(mid), MODULE, "")), False  # type: ignore[attr-defined]
+            target = self._call_target(mid, owner, text)
+            if target is None:
                 continue
+            callee, cls = target
+            if cls is None:
+                if called is None:
+                    called = self._called_by(qual) if owner else Reason(  # type: ignore[attr-defined]
+                        ENTRY, (), Place(self.path(mid), MODULE, ""))  # type: ignore[attr-defined]
+                yield callee, called, False
+            else:
+                place = Place(self.path(mid), DEF, owner) if owner else Place(self.path(mid), MODULE, "")  # type: ignore
+                yield callee, Reason(BUILDS, (cls.rpartition(".")[2],), place, via=qual if owner else None), True
+
+    def _call_target(self, mid: str, owner: str, text: str) -> Optional[Tuple[str, Optional[str]]]:
+        """(the function a call runs, the class it builds or None), memoised per module and call text (and
+        class, for `self.` calls)."""
+        key = (mid, text, owner.partition(".")[0]) if text.startswith("self.") else (mid, text)
+        memo = self._target_memo
+        if key in memo:
+            return memo[key]
+        found: Optional[Tuple[str, Optional[str]]] = None
+        callee = self.function(mid, text, owner)  # type: ignore[attr-defined]
+        if callee is None and text.startswith("self.") and text.count(".") == 2:
+            callee = self._attribute_method(mid, owner, text)
+        if callee is not None:
+            found = (callee, None)
+        elif not text.startswith("self."):
             cls = self.project_class(mid, text)  # type: ignore[attr-defined]
             init = self.method(cls, "__init__") if cls is not None else None  # type: ignore[attr-defined]
-            if init is not None:
-                place = Place(self.path(mid), DEF, owner) if owner else Place(self.path(mid), MODULE, "")  # type: ignore
-                yield init, Reason(BUILDS, (cls.rpartition(".")[2],), place, via=qual if owner else None), True
+            found = (init, cls) if init is not None else None
+        memo[key] = found
+        return found
 
     def _attribute_method(self, mid: str, owner: str, text: str) -> Optional[str]:
         """`self.x.m` in a method of a class whose `self.x` holds a project class: that class's `m`."""
@@ -191,26 +241,34 @@ class ExecutionWalks:
         return qual
 
     def _framework_pass(self, callee: str) -> bool:
-        return any(True for _ in frameworks.passed_function_roles(callee))
+        return callee.rpartition(".")[2] in _PASSED_BY_LAST and any(
+            True for _ in frameworks.passed_function_roles(callee))
 
     # ------------------------------------------------------------------ roots from the framework tables
     def framework_roots(self, kinds: Tuple[str, ...]) -> List[Tuple[str, str, Reason]]:
         """(qualname, role, reason) of hooks, passed functions and named functions whose role is in `kinds`, in
-        reached, non-offline modules."""
+        reached, non-offline modules (found once per set of reached modules: text facts only)."""
+        cache = getattr(self, "_framework_cache", None)
+        if cache is None or cache[0] is not self.reached_modules:
+            cache = self._framework_cache = (self.reached_modules, self._all_framework_roots())
+        return [root for root in cache[1] if root[1] in kinds]
+
+    def _all_framework_roots(self) -> List[Tuple[str, str, Reason]]:
         found: List[Tuple[str, str, Reason]] = []
         for mid in sorted(self.r.by_id):
             if not self.is_reached_module(mid) or self.offline_reason(mid) is not None:
                 continue
             summary: Summary = self.summary(mid)  # type: ignore[attr-defined]
-            found += [root for root in self._hook_roots(mid, summary) if root[1] in kinds]
-            found += [root for root in self._passed_roots(mid, summary) if root[1] in kinds]
-            if LOAD in kinds:
-                found += self._named_roots(mid, summary)
+            found += self._hook_roots(mid, summary)
+            found += self._passed_roots(mid, summary)
+            found += self._named_roots(mid, summary)
         return found
 
     def _hook_roots(self, mid: str, summary: Summary) -> Iterator[Tuple[str, str, Reason]]:
         path = self.path(mid)  # type: ignore[attr-defined]
         for name, info in summary.classes.items():
+            if not info.bases or _HOOK_METHODS.isdisjoint(info.methods):
+                continue
             qual = f"{mid}.{name}" if mid else name
             for base in self.framework_bases(qual):
                 for method in info.methods:
@@ -222,9 +280,7 @@ class ExecutionWalks:
     def _passed_roots(self, mid: str, summary: Summary) -> Iterator[Tuple[str, str, Reason]]:
         path = self.path(mid)  # type: ignore[attr-defined]
         for index, passed in enumerate(summary.passes):
-            resolved = self.r.resolve(mid, passed.callee)
-            names = {passed.callee, resolved[0]} if resolved is not None else {passed.callee}
-            records = {r for name in names for r in frameworks.passed_function_roles(name)}
+            records = _passed_records(self.r, mid, passed.callee)
             for record in records:
                 if any(passed.keyword == key or (not passed.keyword and passed.position == position)
                        for key, position in record.arguments):
@@ -353,7 +409,7 @@ class ExecutionWalks:
                     roles[qual] = Role(UNREACHED, Reason(NO_CALLER))
 
     def _named_anywhere(self) -> Set[str]:
-        """The last names of everything the project calls, passes, imports or patches in."""
+        """The last names of everything the project calls, passes, imports, patches in or names in a string."""
         named: Set[str] = set()
         for rel in self.r.by_id.values():
             summary: Summary = self.r.files[rel]
@@ -363,9 +419,19 @@ class ExecutionWalks:
             named.update(p.name.rpartition(".")[2] for p in summary.passes)
             named.update(imp.name or "" for imp in summary.imports)
             named.update(p.value.rpartition(".")[2] for p in summary.patches)
+            named.update(text.rpartition(".")[2] for text in summary.dotted_strings)
             for loop in summary.steps:
                 named.update(text.rpartition(".")[2] for text in loop.calls)
         return named
+
+
+def _passed_records(resolver: Any, mid: str, callee: str) -> Set[frameworks.PassedFunction]:
+    """The framework records of a call (as written in `mid`, or as its imports resolve it)."""
+    if callee.rpartition(".")[2] not in _PASSED_BY_LAST:
+        return set()
+    resolved = resolver.resolve(mid, callee)
+    names = {callee, resolved[0]} if resolved is not None else {callee}
+    return {r for name in names for r in frameworks.passed_function_roles(name)}
 
 
 __all__ = ["ExecutionWalks", "CALLED"]

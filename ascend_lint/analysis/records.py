@@ -371,24 +371,25 @@ class Summary:
     module_calls: Tuple[str, ...] = ()  # project-looking names called by module-level code (class bodies too)
     passes: Tuple[Pass, ...] = ()  # project-looking names passed as arguments
     attributes: Dict[str, Dict[str, str]] = field(default_factory=dict)  # class -> `self.x` -> class as written
+    dotted_strings: Tuple[str, ...] = ()  # dotted names written in strings ("pkg.mod.func"): dynamic references
 
     # ------------------------------------------------------------------ tuple form
     def to_tuple(self) -> tuple:
         """(SCHEMA, light, imports, classes, defs, patches, entry, npu, gpu, mode, config, steps, models,
-        amp_calls, module_calls, passes, attributes), records as tuples: what the project store writes as JSON."""
+        amp_calls, module_calls, passes, attributes, dotted_strings), records as tuples: what the project store writes as JSON."""
         return (self.SCHEMA, self.light, self.imports, self.classes, self.defs, self.patches, self.entry, self.npu,
                 self.gpu, self.mode, self.config, self.steps, self.models, self.amp_calls, self.module_calls,
-                self.passes, self.attributes)
+                self.passes, self.attributes, self.dotted_strings)
 
     @classmethod
     def from_tuple(cls, row: Sequence[Any], shared: Optional[Dict[Any, Any]] = None) -> "Summary":
         """The summary of a tuple form (JSON's lists accepted). `shared`: records (and the line numbers and
         tuples of names in them) equal to one made before through the same table become that object: a
         project's files repeat records (`import torch` on line 3, a call list, a base list)."""
-        if len(row) != 17 or row[0] != cls.SCHEMA:
+        if len(row) != 18 or row[0] != cls.SCHEMA:
             raise ValueError("foreign summary")
         _, light, imports, classes, defs, patches, entry, npu, gpu, mode, config, steps, models, amps = row[:14]
-        module_calls, passes, attributes = row[14:]
+        module_calls, passes, attributes, dotted_strings = row[14:]
         if light.__class__ is not bool or not (classes.__class__ is defs.__class__ is config.__class__ is dict) or (
                 mode is not None and mode.__class__ is not str) or attributes.__class__ is not dict or not all(
                     isinstance(v, dict) for v in attributes.values()):
@@ -397,7 +398,8 @@ class Summary:
             _typed_shared(imports, classes, defs, shared)
         return cls(light, imports, classes, defs, _records(Patch, patches, 3), bool(entry), bool(npu), bool(gpu),
                    mode, config, _records(StepLoop, steps, 3), _records(ModelDecision, models, 5),
-                   _records(AmpCall, amps, 4), _names_of(module_calls), _records(Pass, passes, 6), attributes)
+                   _records(AmpCall, amps, 4), _names_of(module_calls), _records(Pass, passes, 6), attributes,
+                   _names_of(dotted_strings))
 
     @classmethod
     def empty(cls) -> "Summary":
@@ -422,7 +424,7 @@ class Summary:
         """This text summary completed with the facts read from the syntax tree."""
         return Summary(False, self.imports, self.classes, self.defs, self.patches, self.entry, self.npu, self.gpu,
                        self.mode, self.config, tuple(steps), tuple(models), tuple(amp_calls), self.module_calls,
-                       self.passes, self.attributes)
+                       self.passes, self.attributes, self.dotted_strings)
 
     def gained_only_tree_facts(self, new: "Summary") -> bool:
         """Did this text summary become `new` by gaining only the facts read from the tree?"""
@@ -430,7 +432,7 @@ class Summary:
 
     def _text_facts(self) -> tuple:
         return (self.imports, self.classes, self.defs, self.patches, self.entry, self.npu, self.gpu, self.mode,
-                self.config, self.module_calls, self.passes, self.attributes)
+                self.config, self.module_calls, self.passes, self.attributes, self.dotted_strings)
 
     def shape(self) -> str:
         """A digest of everything in the summary but its line numbers: an edit that only moves lines keeps the
@@ -451,6 +453,7 @@ class Summary:
             "module_calls": self.module_calls,
             "passes": [r[:5] for r in self.passes],
             "attributes": self.attributes,
+            "dotted_strings": self.dotted_strings,
         }
         blob = json.dumps(shape, sort_keys=True, separators=(",", ":"), default=repr)
         return hashlib.sha1(blob.encode("utf-8", "surrogatepass")).hexdigest()

@@ -69,7 +69,7 @@ def text_rows(text: str, shared: Optional[Dict[Any, Any]] = None, precision: boo
     if found.owners:
         _collect_calls(reverse, found.owners, found.defs, known, intern)
     module_calls = _module_calls(reverse, found.owners, known, intern)
-    passes = _passes(masked, found.owners, known, intern)
+    passes = _passes(masked, found.owners, _function_names(found.imports, found.defs), intern)
     attributes = _attributes(masked, found.owners, known, intern) if "self." in masked else {}
     # "light": the syntax tree holds more (step loops, precision decisions): see summary.summarize()
     deep = might_step(masked) or (precision and any(search(masked) for search in _PRECISION_SEARCHES))
@@ -78,7 +78,8 @@ def text_rows(text: str, shared: Optional[Dict[Any, Any]] = None, precision: boo
     classes = {name: (line, tuple(bases), tuple(methods)) for name, (line, bases, methods) in found.classes.items()}
     rows = (Summary.SCHEMA, deep, found.imports, classes, found.defs, patches, found.entry, npu_context(modules, text),
             found.entry and gpu_context(text), run_mode(text),  # (only an entry's CUDA use counts)
-            _config_from_text(masked, found.config_spans), (), (), (), module_calls, passes, attributes)
+            _config_from_text(masked, found.config_spans), (), (), (), module_calls, passes, attributes,
+            _dotted_strings(masked, intern))
     return rows
 
 
@@ -357,14 +358,11 @@ def _collect_calls(reverse: str, owners: List[Owner], defs: Dict[str, tuple], kn
 
 
 # ----------------------------------------------------------------------------- execution-model facts
-# A bare (dotted) name as an argument, with its keyword: `f(a, loss_fn=my_loss)`, `partial(loss_func, x)`.
-_ARG_RE = re.compile(r"[(,][ \t\n]*(?:(\w+)[ \t]*=[ \t]*)?([A-Za-z_]\w*(?:\.\w+)?)[ \t\n]*(?=[,)])")
 # `self.x = Cls(` / `self.x = name` (a parameter whose annotation names the class)
 _SELF_ATTR_RE = re.compile(r"\n[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([A-Za-z_][\w.]*)[ \t]*(\(|(?=\n))")
 _MODULE_CALL_REV_RE = re.compile(r"\([ \t]*([\w.]+)(?![\w.]*[ \t]+ssalc\b)")  # (not a `class X(` header)
-_RETURN_RE = re.compile(r"\n[ \t]+return[ \t]+([A-Za-z_]\w*(?:\.\w+)?)[ \t]*(?=\n)")  # `return loss_func`
-_CALLEE_RE = re.compile(r"(\bclass[ \t]+)?([A-Za-z_][\w.]*)[ \t]*$")
-_OPEN_SCAN = 2000  # characters looked back for the call an argument belongs to
+_BRACKET_RE = re.compile(r"[()\[\]{},]")
+_OPEN_SCAN = 1200  # characters looked back for the call an argument belongs to
 
 
 def _owner_at(owners: List[Owner], offset: int) -> Tuple[str, int]:
@@ -395,49 +393,96 @@ def _module_calls(reverse: str, owners: List[Owner], known: set, intern: Callabl
 
 def _call_before(masked: str, offset: int) -> Tuple[str, int]:
     """The call whose argument list holds `offset` (as written, '' if none) and the argument's position."""
-    depth, commas, pos = 0, 0, offset - 1
+    depth, commas = 0, 0
     low = max(0, offset - _OPEN_SCAN)
-    while pos >= low:
-        char = masked[pos]
+    for m in reversed(list(_BRACKET_RE.finditer(masked, low, offset))):
+        char = m.group()
         if char in ")]}":
             depth += 1
-        elif char in "([{":
-            if depth == 0:
-                if char != "(":
-                    return "", -1
-                found = _CALLEE_RE.search(masked, max(0, pos - 120), pos)
-                return (found.group(2) if found and not found.group(1) else ""), commas
+        elif char == ",":
+            commas += depth == 0
+        elif depth:
             depth -= 1
-        elif char == "," and depth == 0:
-            commas += 1
-        pos -= 1
+        elif char != "(":
+            return "", -1
+        else:
+            return _callee_before(masked, m.start()), commas
     return "", -1
 
 
-def _passes(masked: str, owners: List[Owner], known: set, intern: Callable[[str], str]) -> Tuple[tuple, ...]:
-    """(owner, callee, name, keyword, position, line) of the project-looking names passed as arguments."""
+def _callee_before(masked: str, paren: int) -> str:
+    """The dotted name written right before the `(` at `paren` ('' for none, or a `class X(` header)."""
+    end = paren
+    while end > 0 and masked[end - 1] in " \t":
+        end -= 1
+    start = end
+    while start > 0 and (masked[start - 1].isalnum() or masked[start - 1] in "_."):
+        start -= 1
+    name = masked[start:end]
+    if not name or name[0].isdigit() or masked[max(0, start - 6):start] == "class ":
+        return ""
+    return name
+
+
+def _passes(masked: str, owners: List[Owner], candidates: set, intern: Callable[[str], str]) -> Tuple[tuple, ...]:
+    """(owner, callee, name, keyword, position, line) of the `candidates` (names that may be project functions:
+    local top-level defs, names imported from project-looking modules) passed as arguments or returned. Each
+    name is looked up with `str.find` (a few names per file): a scan of every argument costs 3x more."""
     found = []
     ordered = sorted(owners)
-    for m in _ARG_RE.finditer(masked):
-        name = m.group(2)
-        root = name.split(".", 1)[0]
-        if root not in known and not (root == "self" and "." in name):
-            continue
-        callee, position = _call_before(masked, m.start() + 1)
-        if not callee or callee.rpartition(".")[2] in NOT_CALLED:
-            continue
-        keyword = m.group(1) or ""
-        owner = _owner_at(ordered, m.start())[0]
-        line = masked.count("\n", 0, m.start(2))
-        found.append((intern(owner), intern(callee), intern(name), keyword, -1 if keyword else position, line))
-    if "return" in masked:
-        for m in _RETURN_RE.finditer(masked):
-            name = m.group(1)
-            if name.split(".", 1)[0] in known or (name.startswith("self.") and name.count(".") == 1):
-                owner = _owner_at(ordered, m.start() + 1)[0]
-                if owner:
-                    found.append((intern(owner), "return", intern(name), "", -1, masked.count("\n", 0, m.start(1))))
+    find = masked.find
+    for name in sorted(candidates):
+        at = find(name)
+        while at != -1:
+            end = at + len(name)
+            if (masked[at - 1] in _ARG_BEFORE or masked[at - 1].isspace()) and not _word(masked[end:end + 1]):
+                row = _passed_at(masked, ordered, name, at, end)
+                if row is not None:
+                    found.append((intern(row[0]), intern(row[1]), intern(name)) + row[2:])
+            at = find(name, end)
+    found.sort(key=lambda row: row[-1])
     return tuple(found)
+
+
+_ARG_BEFORE = "(,="
+_AFTER_RE = re.compile(r"[ \t\n]*[,)]")
+_KEYWORD_RE = re.compile(r"([(,])[ \t\n]*(\w+)[ \t]*=$")
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char in "_.("
+
+
+def _passed_at(masked: str, owners: List[Owner], name: str, at: int, end: int) -> Optional[tuple]:
+    """(owner, callee, keyword, position, line) when `name` at `at` is an argument or a returned name."""
+    head = masked[max(0, at - 80):at].rstrip()
+    last = head[-1:]
+    keyword = ""
+    if last == "=":
+        word = _KEYWORD_RE.search(head)
+        if word is None:
+            return None
+        keyword, last = word.group(2), word.group(1)
+    elif head.endswith("return") and not _word(head[-7:-6]):
+        owner = _owner_at(owners, at)[0]
+        line = masked.count("\n", 0, at)
+        return (owner, "return", "", -1, line) if owner and masked[end:end + 1] in "\n \t" else None
+    if last not in ("(", ",") or _AFTER_RE.match(masked, end) is None:
+        return None
+    callee, position = _call_before(masked, at)
+    if not callee or callee.rpartition(".")[2] in NOT_CALLED:
+        return None
+    return _owner_at(owners, at)[0], callee, keyword, -1 if keyword else position, masked.count("\n", 0, at)
+
+
+def _function_names(imports: Sequence[tuple], defs: Dict[str, Any]) -> set:
+    """Names that may be project functions: top-level defs, names imported from project-looking modules (not
+    capitalised: a class or a constant)."""
+    names = {q for q in defs if "." not in q}
+    for module, name, asname, level, _line, _in_func in imports:
+        if name is not None and name != "*" and (level or module.split(".", 1)[0] not in EXTERNAL_ROOTS):
+            names.add(asname or name)
+    return {name for name in names if not name[:1].isupper()}  # (a class, a constant: not a function)
 
 
 def _attributes(masked: str, owners: List[Owner], known: set,
@@ -452,11 +497,32 @@ def _attributes(masked: str, owners: List[Owner], known: set,
         if "." not in owner:
             continue
         if not after:
-            annotated = re.search(r"[(,][ \t\n]*" + re.escape(value) + r"[ \t]*:[ \t]*([A-Za-z_][\w.]*)",
-                                  masked[header:min(m.start(), header + 800)])
-            if annotated is None:
+            value = _annotation(masked[header:min(m.start(), header + 800)], value)
+            if value is None:
                 continue
-            value = annotated.group(1)
         if value.split(".", 1)[0] in known:
             out.setdefault(intern(owner.split(".", 1)[0]), {})[intern(attr)] = intern(value)
     return out
+
+
+_ANNOTATION_RE = re.compile(r"[ \t]*:[ \t]*([A-Za-z_][\w.]*)")
+
+
+def _annotation(signature: str, param: str) -> Optional[str]:
+    """The class a parameter's annotation names in a def's text (`param: Cls`), else None."""
+    at = signature.find(param)
+    while at != -1:
+        if signature[at - 1:at] in ("(", ",", " ", "\n", "\t"):
+            found = _ANNOTATION_RE.match(signature, at + len(param))
+            if found is not None:
+                return found.group(1)
+        at = signature.find(param, at + len(param))
+    return None
+
+
+_DOTTED_STRING_RE = re.compile(r"[\"']([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)[\"']")
+
+
+def _dotted_strings(masked: str, intern: Callable[[str], str]) -> Tuple[str, ...]:
+    """Dotted names written as strings (`"pkg.mod.func"`: patch tables, registries, `importlib` paths)."""
+    return tuple(sorted({intern(name) for name in _DOTTED_STRING_RE.findall(masked)}))[:MAX_CALLS]
