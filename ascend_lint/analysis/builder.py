@@ -89,9 +89,7 @@ class Builder(RoleWalks, ExecutionWalks, ModuleContexts):
         m.module_ids, m.kinds, m.replaced_names, m.aliases = old.module_ids, old.kinds, old.replaced_names, old.aliases
         m.migrated_modules, m.all_migrated, m.config = old.migrated_modules, old.all_migrated, old.config
         m.npu_modules, m.graph_modules = old.npu_modules, old.graph_modules  # (entry contexts: text facts)
-        reached = self.reached_modules
-        self._find_entries()  # (step loops are tree facts: they make scripts and entry roots)
-        self._roles(self.hot_roles if self.reached_modules == reached else None)
+        self._roles(self.hot_roles)  # (entry points and reached modules come from text facts: they stand)
         self._execution_roles()
         self._precision()
         m.builder = self
