@@ -363,3 +363,27 @@ def test_a_module_named_in_a_string_is_reached_and_its_function_is_not_unreached
     assert _kind(model, "impl.fast_attention") is None  # (named in a string: the model cannot say when it runs)
     assert _kind(model, "impl.never") == "unreached"
     assert _kind(model, "dead.helper") == "unreached"
+
+
+def test_a_refreshed_model_equals_a_full_build_for_a_passed_loss_function():
+    """The runner's first model is built from text facts; step loops come later (a refresh). A function passed
+    to a project step runner depends on the runner's step loop: the refresh must find it too."""
+    text = HEAD + textwrap.dedent("""
+        def my_loss(a, b):
+            return (a - b).mean()
+
+
+        def run_steps(model, loader, optimizer, loss_fn):
+            for x, y in loader:
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                optimizer.step()
+
+
+        def main(model, loader, optimizer):
+            run_steps(model, loader, optimizer, loss_fn=my_loss)
+        """)
+    full = {"train.py": summarize_text(text, None, True, ast.parse)}
+    refreshed = ProjectModel.build({"train.py": light_summary(text)}).with_tree_facts(full)
+    assert _kind(refreshed, "train.my_loss") == "per_step"
+    assert refreshed.tables() == ProjectModel.build(full).tables()

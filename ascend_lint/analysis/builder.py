@@ -89,6 +89,7 @@ class Builder(RoleWalks, ExecutionWalks, ModuleContexts):
         m.module_ids, m.kinds, m.replaced_names, m.aliases = old.module_ids, old.kinds, old.replaced_names, old.aliases
         m.migrated_modules, m.all_migrated, m.config = old.migrated_modules, old.all_migrated, old.config
         m.npu_modules, m.graph_modules = old.npu_modules, old.graph_modules  # (entry contexts: text facts)
+        self._framework_cache = None  # (passes to a project step runner depend on its step loops: tree facts)
         self._roles(self.hot_roles)  # (entry points and reached modules come from text facts: they stand)
         self._execution_roles()
         self._precision()
