@@ -158,6 +158,9 @@ class Rule:
     # Silent in code that is not training code (tests, benchmarks, offline tools, weight init/loading,
     # data collation: `FileContext.non_training_reason`); whole files of it are not even parsed for it.
     training_code_only: ClassVar[bool] = True
+    # Silent in code the execution model finds never runs in training (role `unreached`; `offline` too with
+    # training_code_only): engine/roles.py. False for rules not about run-time cost (environment, names).
+    silent_where_unreached: ClassVar[bool] = True
     fix_applicability: ClassVar[Optional[Applicability]] = None  # the best fix it can offer
     options: ClassVar[Dict[str, Any]] = {}
     # Cheap pre-filters. A file is checked only if it contains one of `file_triggers` (by default the

@@ -126,8 +126,8 @@ def test_bounded_json_still_reads_what_the_cache_writes():
 
 
 # ----------------------------------------------------------------------------- 100,000-deep cache files
-@pytest.mark.parametrize("kind", ["v2/*/*.json", "project-v5/*/summaries/*.json", "project-v5/*/index.json",
-                                  "project-v5/*/listing.json", "project-v5/*/model-*.json"])
+@pytest.mark.parametrize("kind", ["v2/*/*.json", "project-v6/*/summaries/*.json", "project-v6/*/index.json",
+                                  "project-v6/*/listing.json", "project-v6/*/model-*.json"])
 def test_a_100000_deep_cache_file_is_a_miss_and_is_rewritten(tmp_path, monkeypatch, capsys, kind):
     project(tmp_path, monkeypatch)
     files = ("bad.py", "good.py")  # (named files: the project's listing is walked and stored too)
@@ -209,7 +209,7 @@ def test_malformed_findings_are_refused(finding):
 
 @pytest.mark.parametrize("names", [["..", "sub"], ["a/b"], ["."], [""], ["a\0b"]])
 def test_a_listing_that_leads_out_of_its_directory_is_not_used(tmp_path, names):
-    store = ProjectStore(str(tmp_path / "c"), str(tmp_path / "c" / "project-v5" / "p"))
+    store = ProjectStore(str(tmp_path / "c"), str(tmp_path / "c" / "project-v6" / "p"))
     os.makedirs(store.folder)
     entry = [OLD, ["a.py"], names, None, False, [], "k"]
     rewrite(os.path.join(store.folder, "listing.json"), {"key": "K", "above": {}, "dirs": {str(tmp_path): entry}})
@@ -357,7 +357,7 @@ def test_a_rewrite_in_place_with_the_mtime_set_back_is_rehashed(tmp_path, monkey
 def test_the_project_index_compares_ctime_and_inode_too(tmp_path, trusted_stat):
     path = tmp_path / "m.py"
     path.write_text(BAD)
-    store = ProjectStore(str(tmp_path / "c"), str(tmp_path / "c" / "project-v5" / "p"))
+    store = ProjectStore(str(tmp_path / "c"), str(tmp_path / "c" / "project-v6" / "p"))
     before = os.stat(path)
     assert store.stat_entry("m.py", before) is None
     store.put("m.py", before.st_size, before.st_mtime_ns, before.st_mtime_ns + 1, "a" * 64, None, "shape")
@@ -403,7 +403,7 @@ def test_a_directory_someone_else_can_write_is_not_used(tmp_path, monkeypatch, c
     run(capsys, ".")
     top = tmp_path / ".ascend_lint_cache"
     target = {"top": top, "v2": top / "v2", "run-key": next((top / "v2").iterdir()),
-              "project": next((top / "project-v5").iterdir())}[where]
+              "project": next((top / "project-v6").iterdir())}[where]
     if how == "another-owner":
         os.chown(target, OTHER_UID, os.getgid())
     elif how == "world-writable":
@@ -525,8 +525,8 @@ def test_a_well_framed_crafted_summary_model_or_dep_does_not_crash_the_run(tmp_p
         rewrite(shard, data)
         assert run(capsys, ".")[:2] == expected[:2]
         return
-    crafted = cache_files(tmp_path, "project-v5/*/summaries/*.json" if what == "summary" else
-                          "project-v5/*/model-*.json")
+    crafted = cache_files(tmp_path, "project-v6/*/summaries/*.json" if what == "summary" else
+                          "project-v6/*/model-*.json")
     assert crafted
     for path in crafted:
         with open(path) as handle:
@@ -542,7 +542,7 @@ def test_a_well_framed_crafted_summary_model_or_dep_does_not_crash_the_run(tmp_p
                     tables[key] = {"X": 5} if isinstance(tables[key], dict) else [[1, 2]]
         rewrite(path, data)
     if what == "summary":
-        for model in cache_files(tmp_path, "project-v5/*/model-*.json"):
+        for model in cache_files(tmp_path, "project-v6/*/model-*.json"):
             os.unlink(model)
     assert run(capsys, ".")[:2] == expected[:2]
 

@@ -117,7 +117,7 @@ def test_ten_thousand_modules(tmp_path):
     model = index.model()
     assert model.migrated(f"big.m{n - 1}") is not None  # reached through 10,000 imports
     assert model.role("big.m0.f0").kind == "per_forward"
-    assert model.function_role("big.m3.f3") is None  # calls are followed to a bounded depth
+    assert model.function_role(f"big.m{n - 1}.f{n - 1}").kind == "per_forward"  # calls followed to any depth
 
 
 @pytest.mark.parametrize("text", [

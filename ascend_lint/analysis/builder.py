@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .contexts import ModuleContexts
+from .execution import ExecutionWalks
 from .data import MIGRATING_MODULES, framework_kind
 from .records import ASSIGNED, PATCH, PATCHED, Place, Reason, Role, Summary
 from .resolver import Resolver, module_id
@@ -17,7 +18,7 @@ HIERARCHY_DEPTH = 12  # base classes followed
 TEST_PREFIXES = ("test", "bench")  # as FileContext.in_test_code
 
 
-class Builder(RoleWalks, ModuleContexts):
+class Builder(RoleWalks, ExecutionWalks, ModuleContexts):
     """Fills a model (`new_model()`: an empty ModelTables) from the summaries of a project's files."""
 
     def __init__(self, files: Mapping[str, Summary], runtime_migration: Any, extra: Tuple[str, ...],
@@ -70,7 +71,9 @@ class Builder(RoleWalks, ModuleContexts):
                     m.kinds[qual] = kind
         self.kinds = {}  # (a memo for the hierarchy walk above: every class of the project, mostly None)
         self._patches()
+        self._find_entries()
         self._roles()
+        self._execution_roles()
         self._migration()
         self._entry_contexts()
         self._precision()
@@ -86,7 +89,9 @@ class Builder(RoleWalks, ModuleContexts):
         m.module_ids, m.kinds, m.replaced_names, m.aliases = old.module_ids, old.kinds, old.replaced_names, old.aliases
         m.migrated_modules, m.all_migrated, m.config = old.migrated_modules, old.all_migrated, old.config
         m.npu_modules, m.graph_modules = old.npu_modules, old.graph_modules  # (entry contexts: text facts)
-        self._roles(self.hot_roles)
+        self._framework_cache = None  # (passes to a project step runner depend on its step loops: tree facts)
+        self._roles(self.hot_roles)  # (entry points and reached modules come from text facts: they stand)
+        self._execution_roles()
         self._precision()
         m.builder = self
         old.builder = None

@@ -30,6 +30,7 @@ ROLES = (PER_STEP, PER_FORWARD, SETUP, LOAD, ONCE, OFFLINE, UNREACHED)
 # ----------------------------------------------------------------------------- places
 # The summary record a place names, with the field of the record that holds its line.
 DEF, STEP_LOOP, PATCH, IMPORT, MODEL, AMP = "def", "step", "patch", "import", "model", "amp"
+PASS, MODULE = "pass", "module"  # a passed name (key: its index); a module's own code (key: ''; no line)
 Key = Union[str, int]  # a def's qualname; else the record's index in its list
 SummaryOf = Callable[[str], Optional["Summary"]]
 
@@ -77,6 +78,15 @@ NPU_ENTRY = "npu_entry"  # names: (the NPU entry script that imports the module,
 GRAPH_ENTRY = "graph_entry"  # names: (the entry script that sets GRAPH_MODE and imports the module,)
 SETS_MODE = "sets_mode"  # the file itself sets GRAPH_MODE
 TRAINED = "trained"  # names: (how the precision is decided, as code,); place: the decision
+# the execution model's reasons (issue #29)
+FRAMEWORK = "framework"  # names: (the framework table's words: "`Trainer.compute_loss` override, ..."); place: def
+PASSED = "passed"  # names: (the table's words, or the call it is passed to,); place: the pass
+ENTRY = "entry"  # place: the entry script's own code (MODULE) or its `main` (DEF)
+BUILDS = "builds"  # names: (the class built,); via: the function that builds it
+NAMED = "named"  # names: (the table's words: "`weight_loader` runs when the engine loads weights",)
+NO_CALLER = "no_caller"  # reached from nothing: nothing calls it
+NO_ENTRY = "no_entry"  # names: (the module,): no entry point imports its module
+OFFLINE_CODE = "offline_code"  # names: (why the file or function is offline, as training_code says,)
 
 _TEMPLATES: Dict[str, str] = {  # the one place where a reason becomes text
     CALLED: "`{0}` in {place} calls it",
@@ -92,8 +102,16 @@ _TEMPLATES: Dict[str, str] = {  # the one place where a reason becomes text
     GRAPH_ENTRY: "the entry script `{0}` sets GRAPH_MODE and imports it",
     SETS_MODE: "it sets `set_context(mode=GRAPH_MODE)`",
     TRAINED: "{0} in {place}",
+    FRAMEWORK: "{0}",
+    PASSED: "{0} in {place}",
+    ENTRY: "the entry script {place} runs it",
+    BUILDS: "`{0}` is built in {place}",
+    NAMED: "{0}",
+    NO_CALLER: "nothing calls it",
+    NO_ENTRY: "no entry point imports `{0}`",
+    OFFLINE_CODE: "{0}",
 }
-_PLACELESS: Dict[str, str] = {CALLED: "{0} calls it"}  # (a caller the model could not place)
+_PLACELESS: Dict[str, str] = {CALLED: "{0} calls it", BUILDS: "`{0}` is built"}  # (a caller the model could not place)
 
 
 class Reason(NamedTuple):
@@ -282,6 +300,19 @@ class Patch(NamedTuple):
     line: int
 
 
+class Pass(NamedTuple):
+    """A project-looking name passed as an argument (`pretrain(..., forward_step)`, `partial(loss_func, x)`,
+    `register_forward_hook(self._hook)`) in function `owner` ('' at module level): the call (`callee`, as
+    written), the argument's `keyword` ('' when positional) and `position` (-1 when a keyword)."""
+
+    owner: str
+    callee: str
+    name: str
+    keyword: str
+    position: int
+    line: int
+
+
 class StepLoop(NamedTuple):
     """A loop that runs a training step, in function `owner` ('' at module level): the project-looking names
     called on every pass, each with the line of its first call."""
@@ -312,7 +343,7 @@ class AmpCall(NamedTuple):
 
 
 _LINE_FIELDS = {DEF: ("defs", 0), STEP_LOOP: ("steps", 1), PATCH: ("patches", 2), IMPORT: ("imports", 4),
-                MODEL: ("models", 2), AMP: ("amp_calls", 2)}
+                MODEL: ("models", 2), AMP: ("amp_calls", 2), PASS: ("passes", 5), MODULE: None}
 _new = tuple.__new__
 
 
@@ -321,7 +352,7 @@ class Summary:
     """What one file gives the project model (docs/analysis.md). `light`: made from the text alone, and the
     text may hold facts that need the tree (steps, models, amp_calls: see summary.summarize)."""
 
-    SCHEMA: ClassVar[int] = 6  # (6: typed records; 5: patch lines and the patch filter corrected)
+    SCHEMA: ClassVar[int] = 7  # (7: module calls, passed functions, attribute classes; 6: typed records)
 
     light: bool = False
     imports: Tuple[Import, ...] = ()
@@ -336,30 +367,39 @@ class Summary:
     steps: Tuple[StepLoop, ...] = ()
     models: Tuple[ModelDecision, ...] = ()
     amp_calls: Tuple[AmpCall, ...] = ()
+    # execution-model facts, from the text (issue #29)
+    module_calls: Tuple[str, ...] = ()  # project-looking names called by module-level code (class bodies too)
+    passes: Tuple[Pass, ...] = ()  # project-looking names passed as arguments
+    attributes: Dict[str, Dict[str, str]] = field(default_factory=dict)  # class -> `self.x` -> class as written
+    dotted_strings: Tuple[str, ...] = ()  # dotted names written in strings ("pkg.mod.func"): dynamic references
 
     # ------------------------------------------------------------------ tuple form
     def to_tuple(self) -> tuple:
         """(SCHEMA, light, imports, classes, defs, patches, entry, npu, gpu, mode, config, steps, models,
-        amp_calls), records as tuples: what the project store writes as JSON."""
+        amp_calls, module_calls, passes, attributes, dotted_strings), records as tuples: what the project store writes as JSON."""
         return (self.SCHEMA, self.light, self.imports, self.classes, self.defs, self.patches, self.entry, self.npu,
-                self.gpu, self.mode, self.config, self.steps, self.models, self.amp_calls)
+                self.gpu, self.mode, self.config, self.steps, self.models, self.amp_calls, self.module_calls,
+                self.passes, self.attributes, self.dotted_strings)
 
     @classmethod
     def from_tuple(cls, row: Sequence[Any], shared: Optional[Dict[Any, Any]] = None) -> "Summary":
         """The summary of a tuple form (JSON's lists accepted). `shared`: records (and the line numbers and
         tuples of names in them) equal to one made before through the same table become that object: a
         project's files repeat records (`import torch` on line 3, a call list, a base list)."""
-        if len(row) != 14 or row[0] != cls.SCHEMA:
+        if len(row) != 18 or row[0] != cls.SCHEMA:
             raise ValueError("foreign summary")
-        _, light, imports, classes, defs, patches, entry, npu, gpu, mode, config, steps, models, amps = row
+        _, light, imports, classes, defs, patches, entry, npu, gpu, mode, config, steps, models, amps = row[:14]
+        module_calls, passes, attributes, dotted_strings = row[14:]
         if light.__class__ is not bool or not (classes.__class__ is defs.__class__ is config.__class__ is dict) or (
-                mode is not None and mode.__class__ is not str):
+                mode is not None and mode.__class__ is not str) or attributes.__class__ is not dict or not all(
+                    isinstance(v, dict) for v in attributes.values()):
             raise ValueError("malformed summary")
         imports, classes, defs = _typed(imports, classes, defs) if shared is None else \
             _typed_shared(imports, classes, defs, shared)
         return cls(light, imports, classes, defs, _records(Patch, patches, 3), bool(entry), bool(npu), bool(gpu),
                    mode, config, _records(StepLoop, steps, 3), _records(ModelDecision, models, 5),
-                   _records(AmpCall, amps, 4))
+                   _records(AmpCall, amps, 4), _names_of(module_calls), _records(Pass, passes, 6), attributes,
+                   _names_of(dotted_strings))
 
     @classmethod
     def empty(cls) -> "Summary":
@@ -370,7 +410,7 @@ class Summary:
     def line_of(self, kind: str, key: Key) -> Optional[int]:
         """The line of the record a Place names (None: no such record)."""
         field = _LINE_FIELDS.get(kind)
-        if field is None:
+        if field is None:  # (a module's own code has no line)
             return None
         records = getattr(self, field[0])
         try:
@@ -383,13 +423,16 @@ class Summary:
                         amp_calls: Iterable[AmpCall]) -> "Summary":
         """This text summary completed with the facts read from the syntax tree."""
         return Summary(False, self.imports, self.classes, self.defs, self.patches, self.entry, self.npu, self.gpu,
-                       self.mode, self.config, tuple(steps), tuple(models), tuple(amp_calls))
+                       self.mode, self.config, tuple(steps), tuple(models), tuple(amp_calls), self.module_calls,
+                       self.passes, self.attributes, self.dotted_strings)
 
     def gained_only_tree_facts(self, new: "Summary") -> bool:
         """Did this text summary become `new` by gaining only the facts read from the tree?"""
-        return self.light and (self.imports, self.classes, self.defs, self.patches, self.entry, self.npu, self.gpu,
-                               self.mode, self.config) == (new.imports, new.classes, new.defs, new.patches, new.entry,
-                                                           new.npu, new.gpu, new.mode, new.config)
+        return self.light and self._text_facts() == new._text_facts()
+
+    def _text_facts(self) -> tuple:
+        return (self.imports, self.classes, self.defs, self.patches, self.entry, self.npu, self.gpu, self.mode,
+                self.config, self.module_calls, self.passes, self.attributes, self.dotted_strings)
 
     def shape(self) -> str:
         """A digest of everything in the summary but its line numbers: an edit that only moves lines keeps the
@@ -407,6 +450,10 @@ class Summary:
             "models": [r[:2] + r[3:] for r in self.models],
             "amp_calls": [r[:2] + r[3:] for r in self.amp_calls],
             "config": self.config,
+            "module_calls": self.module_calls,
+            "passes": [r[:5] for r in self.passes],
+            "attributes": self.attributes,
+            "dotted_strings": self.dotted_strings,
         }
         blob = json.dumps(shape, sort_keys=True, separators=(",", ":"), default=repr)
         return hashlib.sha1(blob.encode("utf-8", "surrogatepass")).hexdigest()
@@ -457,6 +504,12 @@ def _records(record: type, rows: Sequence[Any], size: int) -> tuple:
     if not _sized(typed, size):
         raise ValueError("malformed summary")
     return typed
+
+
+def _names_of(names: Sequence[Any]) -> Tuple[str, ...]:
+    if not all(isinstance(name, str) for name in names):
+        raise ValueError("malformed summary")
+    return tuple(names)
 
 
 def _sized(records: Iterable[tuple], size: int) -> bool:

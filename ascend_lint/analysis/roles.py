@@ -1,19 +1,21 @@
 """The project model's roles of functions: PER_FORWARD for what the forwards of model classes call and for
-functions assigned as a forward, PER_STEP for what step loops call, each to CALL_DEPTH calls deep, with the
+functions assigned as a forward, PER_STEP for what step loops, per-step framework hooks and functions passed to
+framework step functions run, at any depth (the execution model's edges and tier walk: execution.py), with the
 reason (records.Reason) that a message quotes. A part of the builder (builder.py), which provides `r` (the
-resolver), `model` (the tables filled), `summary(mid)`, `path(mid)`, `is_test`, `function` and `calls_of`.
+resolver), `model` (the tables filled), `summary(mid)`, `path(mid)`, `is_test`, `function`, `edges` and
+`walk_tier`. Only modules an entry point reaches count (all, in a project without entry points).
 """
 from __future__ import annotations
 
-from collections import deque
 from typing import Any, Container, Dict, Iterable, List, Optional, Tuple
 
 from .data import HOT_METHODS
-from .records import (CALLED, DEF, PER_FORWARD, PER_STEP, STEP_CALL, STEP_LOOP, Place, Reason, Role, Summary)
+from .execution import Settled
+from .records import (CALLED, DEF, ONCE, PER_FORWARD, PER_STEP, STEP_CALL, STEP_LOOP, Place, Reason, Role, Summary)
 from .resolver import module_id
 
-CALL_DEPTH = 3  # calls followed from a hot method or a step loop
-Root = Tuple[str, int]  # (function qualname, its depth)
+CALL_DEPTH = None  # calls followed from a hot method or a step loop: no limit (was 3)
+Root = Tuple[str, Reason]  # (function qualname, why it has the role)
 
 
 class RoleWalks:
@@ -28,7 +30,7 @@ class RoleWalks:
         """(method qualname, class qualname) of every forward/construct of a model class (not in tests)."""
         for qual, kind in self.model.kinds.items():
             mid, _, name = qual.rpartition(".")
-            if self.is_test(mid):  # type: ignore[attr-defined]
+            if self.is_test(mid) or not self.is_reached_module(mid):  # type: ignore[attr-defined]
                 continue
             methods = self.summary(mid).classes[name].methods  # type: ignore[attr-defined]
             for method in HOT_METHODS[kind]:
@@ -54,14 +56,17 @@ class RoleWalks:
             self.model.roles.update(hot_roles)
         step_roots: List[Root] = []
         for mid in sorted(self.r.by_id):
-            step_roots += self._step_roots(mid, self.summary(mid), self.model.roles, ())  # type: ignore[attr-defined]
+            if self.is_reached_module(mid):  # type: ignore[attr-defined]
+                step_roots += self._step_roots(mid, self.summary(mid), self.model.roles, ())  # type: ignore
+        step_roots += [(q, why) for q, _kind, why in self.framework_roots((PER_STEP,))]  # type: ignore
         self._propagate_from(step_roots, PER_STEP)
 
     def _find_hot_roles(self) -> None:
         self.hot_set = {q for q, _ in self.hot_methods()}
-        for qual, reason in sorted(self.assigned_forwards.items()):  # forwards assigned by a monkey-patch
-            self.model.roles[qual] = Role(PER_FORWARD, reason)
-        roots = [(q, 0) for q in sorted(self.hot_set)] + [(q, 0) for q in sorted(self.assigned_forwards)]
+        self.hot_set -= {q for q, _kind, _why in self.framework_roots((PER_STEP,))}  # type: ignore[attr-defined]
+        roots: List[Root] = sorted(self.assigned_forwards.items())  # forwards assigned by a monkey-patch
+        roots += [(q, None) for q in sorted(self.hot_set)]  # type: ignore[misc]  # (a forward: no reason)
+        roots += [(q, why) for q, _kind, why in self.framework_roots((PER_FORWARD,))]  # type: ignore
         self._propagate_from(roots, PER_FORWARD)
 
     def _step_roots(self, mid: str, summary: Summary, roles: Dict[str, Role], known: Container[str]) -> List[Root]:
@@ -72,11 +77,9 @@ class RoleWalks:
             if self.is_test(mid, owner):  # type: ignore[attr-defined]
                 continue
             reason = Reason(STEP_CALL, (), Place(self.path(mid), STEP_LOOP, number))  # type: ignore[attr-defined]
-            for name in sorted(calls):
-                callee = self.function(mid, name, owner)  # type: ignore[attr-defined]
-                if callee is not None and callee not in self.hot_set and callee not in known and callee not in roles:
-                    roles[callee] = Role(PER_STEP, reason)
-                    roots.append((callee, 1))
+            for callee, _why, _ctor in self._resolve_calls(mid, owner, sorted(calls)):  # type: ignore[attr-defined]
+                if callee not in self.hot_set and callee not in known and callee not in roles:
+                    roots.append((callee, reason))
         return roots
 
     def own_step_roles(self, rel: str, summary: Summary) -> Dict[str, Role]:
@@ -86,24 +89,15 @@ class RoleWalks:
         if self.r.by_id.get(mid) != rel or not summary.steps:
             return {}
         found: Dict[str, Role] = {}
-        known = self.model.roles
+        known = Settled(self.model.roles)
         self._propagate_from(self._step_roots(mid, summary, found, known), PER_STEP, found, known)
+        if self.is_reached_module(mid) and self.offline_reason(mid) is None:  # type: ignore[attr-defined]
+            owners = self.step_owner_roots(mid, summary)  # type: ignore[attr-defined]
+            self.walk_tier(owners, ONCE, found, known)  # type: ignore[attr-defined]
         return found
 
     def _propagate_from(self, roots: List[Root], role: str, roles: Optional[Dict[str, Role]] = None,
-                        known: Container[str] = ()) -> None:
-        """Give the functions called from `roots` (to CALL_DEPTH) the `role`, in `roles` (default: the
-        model's), unless `known` or `roles` has them."""
-        roles = self.model.roles if roles is None else roles
-        queue = deque(roots)
-        while queue:
-            qual, depth = queue.popleft()
-            if depth >= CALL_DEPTH:
-                continue
-            reason = None
-            for callee, _name in self.calls_of(qual):  # type: ignore[attr-defined]
-                if callee in roles or callee in known or callee in self.hot_set:
-                    continue
-                reason = reason or Role(role, self._called_by(qual))
-                roles[callee] = reason
-                queue.append((callee, depth + 1))
+                        known: Optional[Container[str]] = None) -> None:
+        """Give `roots` and what they run (at any depth) the `role`, in `roles` (default: the model's), unless
+        `known` or `roles` has them."""
+        self.walk_tier(roots, role, self.model.roles if roles is None else roles, known)  # type: ignore[attr-defined]

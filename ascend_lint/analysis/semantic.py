@@ -364,7 +364,8 @@ class FileContext(ProjectQueries, ScopeQueries, StepLoops, SourcePositions):
         role = facts.roles.get(local)
         if role and not scope.hot:
             scope.hot, scope.step = role.kind == PER_FORWARD, role.kind == PER_STEP
-            scope.reason, scope.role = role.reason, role
+            scope.reason = role.reason
+        scope.role = role or None
         replaced = facts.replaced.get(local) or (cls and facts.replaced.get(cls.name))
         scope.replaced = replaced or None
 

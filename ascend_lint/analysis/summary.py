@@ -115,8 +115,7 @@ class _TreeFacts:
             self.ctx = FileContext("<summary>", self.source, self.tree)  # (it reads the source as given)
         for line, calls in _step_loops(self.ctx, loops):
             calls = {n: at for n, at in calls.items() if n.split(".", 1)[0] in self.roots()}
-            if calls:
-                self.steps.append(StepLoop(owner, line, calls))
+            self.steps.append(StepLoop(owner, line, calls))  # (with no project call: its owner runs the steps)
 
 
 def _with_tree_facts(summary: Summary, tree: ast.Module, source: str, ctx: Any, lines: FactLines) -> Summary:

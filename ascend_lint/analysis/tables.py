@@ -9,7 +9,7 @@ from .data import framework_kind
 from .records import SETTING, NO_FACTS, ModuleFacts, Precision, Reason, Role
 from .resolver import module_id
 
-MODEL_SCHEMA = 4  # (4: typed roles, reasons and precisions)
+MODEL_SCHEMA = 5  # (5: the execution model's roles; 4: typed roles, reasons and precisions)
 _ALL_MIGRATED = Reason(SETTING)
 
 

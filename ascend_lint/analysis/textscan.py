@@ -68,6 +68,9 @@ def text_rows(text: str, shared: Optional[Dict[Any, Any]] = None, precision: boo
     patches = _patches(masked, reverse, known)
     if found.owners:
         _collect_calls(reverse, found.owners, found.defs, known, intern)
+    module_calls = _module_calls(reverse, found.owners, known, intern)
+    passes = _passes(masked, found.owners, _function_names(found.imports, found.defs), intern)
+    attributes = _attributes(masked, found.owners, known, intern) if "self." in masked else {}
     # "light": the syntax tree holds more (step loops, precision decisions): see summary.summarize()
     deep = might_step(masked) or (precision and any(search(masked) for search in _PRECISION_SEARCHES))
     modules = (module + "." + name if name else module
@@ -75,7 +78,8 @@ def text_rows(text: str, shared: Optional[Dict[Any, Any]] = None, precision: boo
     classes = {name: (line, tuple(bases), tuple(methods)) for name, (line, bases, methods) in found.classes.items()}
     rows = (Summary.SCHEMA, deep, found.imports, classes, found.defs, patches, found.entry, npu_context(modules, text),
             found.entry and gpu_context(text), run_mode(text),  # (only an entry's CUDA use counts)
-            _config_from_text(masked, found.config_spans), (), (), ())
+            _config_from_text(masked, found.config_spans), (), (), (), module_calls, passes, attributes,
+            _dotted_strings(masked, intern))
     return rows
 
 
@@ -351,3 +355,174 @@ def _collect_calls(reverse: str, owners: List[Owner], defs: Dict[str, tuple], kn
             names.sort()
             line, end, _none = defs[qual]
             defs[qual] = (line, end, tuple(names[:MAX_CALLS]))
+
+
+# ----------------------------------------------------------------------------- execution-model facts
+# `self.x = Cls(` / `self.x = name` (a parameter whose annotation names the class)
+_SELF_ATTR_RE = re.compile(r"\n[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([A-Za-z_][\w.]*)[ \t]*(\(|(?=\n))")
+_MODULE_CALL_REV_RE = re.compile(r"\([ \t]*([\w.]+)(?![\w.]*[ \t]+ssalc\b)")  # (not a `class X(` header)
+_BRACKET_RE = re.compile(r"[()\[\]{},]")
+_OPEN_SCAN = 1200  # characters looked back for the call an argument belongs to
+
+
+def _owner_at(owners: List[Owner], offset: int) -> Tuple[str, int]:
+    """(qualname, header end) of the function or method whose span holds `offset` ('' at module level)."""
+    import bisect
+    index = bisect.bisect_right(owners, (offset, 1 << 62)) - 1
+    if index >= 0 and owners[index][0] <= offset < owners[index][1]:
+        return owners[index][2], owners[index][0]
+    # (a method's span lies inside no other owner's: owners are top-level functions and methods only)
+    return "", 0
+
+
+def _module_calls(reverse: str, owners: List[Owner], known: set, intern: Callable[[str], str]) -> Tuple[str, ...]:
+    """The project-looking names that module-level code (class bodies too) calls."""
+    size = len(reverse)
+    roots = {name[::-1] for name in known}
+    names = set()
+    start = 0
+    for begin, end in sorted((o[0], o[1]) for o in owners) + [(size, size)]:
+        if begin > start:
+            for backwards in _MODULE_CALL_REV_RE.findall(reverse, size - begin, size - start):
+                root = backwards.rpartition(".")[2]
+                if root in roots and backwards not in _NOT_CALLED_BACKWARDS:
+                    names.add(backwards[::-1])
+        start = max(start, end)
+    return tuple(sorted(intern(n) for n in names)[:MAX_CALLS])
+
+
+def _call_before(masked: str, offset: int) -> Tuple[str, int]:
+    """The call whose argument list holds `offset` (as written, '' if none) and the argument's position."""
+    depth, commas = 0, 0
+    low = max(0, offset - _OPEN_SCAN)
+    for m in reversed(list(_BRACKET_RE.finditer(masked, low, offset))):
+        char = m.group()
+        if char in ")]}":
+            depth += 1
+        elif char == ",":
+            commas += depth == 0
+        elif depth:
+            depth -= 1
+        elif char != "(":
+            return "", -1
+        else:
+            return _callee_before(masked, m.start()), commas
+    return "", -1
+
+
+def _callee_before(masked: str, paren: int) -> str:
+    """The dotted name written right before the `(` at `paren` ('' for none, or a `class X(` header)."""
+    end = paren
+    while end > 0 and masked[end - 1] in " \t":
+        end -= 1
+    start = end
+    while start > 0 and (masked[start - 1].isalnum() or masked[start - 1] in "_."):
+        start -= 1
+    name = masked[start:end]
+    if not name or name[0].isdigit() or masked[max(0, start - 6):start] == "class ":
+        return ""
+    return name
+
+
+def _passes(masked: str, owners: List[Owner], candidates: set, intern: Callable[[str], str]) -> Tuple[tuple, ...]:
+    """(owner, callee, name, keyword, position, line) of the `candidates` (names that may be project functions:
+    local top-level defs, names imported from project-looking modules) passed as arguments or returned. Each
+    name is looked up with `str.find` (a few names per file): a scan of every argument costs 3x more."""
+    found = []
+    ordered = sorted(owners)
+    find = masked.find
+    for name in sorted(candidates):
+        at = find(name)
+        while at != -1:
+            end = at + len(name)
+            if (masked[at - 1] in _ARG_BEFORE or masked[at - 1].isspace()) and not _word(masked[end:end + 1]):
+                row = _passed_at(masked, ordered, name, at, end)
+                if row is not None:
+                    found.append((intern(row[0]), intern(row[1]), intern(name)) + row[2:])
+            at = find(name, end)
+    found.sort(key=lambda row: row[-1])
+    return tuple(found)
+
+
+_ARG_BEFORE = "(,="
+_AFTER_RE = re.compile(r"[ \t\n]*[,)]")
+_KEYWORD_RE = re.compile(r"([(,])[ \t\n]*(\w+)[ \t]*=$")
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char in "_.("
+
+
+def _passed_at(masked: str, owners: List[Owner], name: str, at: int, end: int) -> Optional[tuple]:
+    """(owner, callee, keyword, position, line) when `name` at `at` is an argument or a returned name."""
+    head = masked[max(0, at - 80):at].rstrip()
+    last = head[-1:]
+    keyword = ""
+    if last == "=":
+        word = _KEYWORD_RE.search(head)
+        if word is None:
+            return None
+        keyword, last = word.group(2), word.group(1)
+    elif head.endswith("return") and not _word(head[-7:-6]):
+        owner = _owner_at(owners, at)[0]
+        line = masked.count("\n", 0, at)
+        return (owner, "return", "", -1, line) if owner and masked[end:end + 1] in "\n \t" else None
+    if last not in ("(", ",") or _AFTER_RE.match(masked, end) is None:
+        return None
+    callee, position = _call_before(masked, at)
+    if not callee or callee.rpartition(".")[2] in NOT_CALLED:
+        return None
+    return _owner_at(owners, at)[0], callee, keyword, -1 if keyword else position, masked.count("\n", 0, at)
+
+
+def _function_names(imports: Sequence[tuple], defs: Dict[str, Any]) -> set:
+    """Names that may be project functions: top-level defs, names imported from project-looking modules (not
+    capitalised: a class or a constant)."""
+    names = {q for q in defs if "." not in q}
+    for module, name, asname, level, _line, _in_func in imports:
+        if name is not None and name != "*" and (level or module.split(".", 1)[0] not in EXTERNAL_ROOTS):
+            names.add(asname or name)
+    return {name for name in names if not name[:1].isupper()}  # (a class, a constant: not a function)
+
+
+def _attributes(masked: str, owners: List[Owner], known: set,
+                intern: Callable[[str], str]) -> Dict[str, Dict[str, str]]:
+    """Class -> `self.x` -> the project-looking class it holds: `self.x = Cls(...)`, or `self.x = param` where
+    the method's signature annotates `param: Cls`."""
+    ordered = sorted(owners)
+    out: Dict[str, Dict[str, str]] = {}
+    for m in _SELF_ATTR_RE.finditer(masked):
+        attr, value, after = m.groups()
+        owner, header = _owner_at(ordered, m.start() + 1)
+        if "." not in owner:
+            continue
+        if not after:
+            value = _annotation(masked[header:min(m.start(), header + 800)], value)
+            if value is None:
+                continue
+        if value.split(".", 1)[0] in known:
+            out.setdefault(intern(owner.split(".", 1)[0]), {})[intern(attr)] = intern(value)
+    return out
+
+
+_ANNOTATION_RE = re.compile(r"[ \t]*:[ \t]*([A-Za-z_][\w.]*)")
+
+
+def _annotation(signature: str, param: str) -> Optional[str]:
+    """The class a parameter's annotation names in a def's text (`param: Cls`), else None."""
+    at = signature.find(param)
+    while at != -1:
+        if signature[at - 1:at] in ("(", ",", " ", "\n", "\t"):
+            found = _ANNOTATION_RE.match(signature, at + len(param))
+            if found is not None:
+                return found.group(1)
+        at = signature.find(param, at + len(param))
+    return None
+
+
+_DOTTED_STRING_RE = re.compile(r"[\"']([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)[\"']")
+
+
+def _dotted_strings(masked: str, intern: Callable[[str], str]) -> Tuple[str, ...]:
+    """Dotted names written as strings (`"pkg.mod.func"`: patch tables, registries, `importlib` paths)."""
+    return tuple(sorted({intern(name) for name in _DOTTED_STRING_RE.findall(masked)}))[:MAX_CALLS]

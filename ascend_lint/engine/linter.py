@@ -28,6 +28,7 @@ from ..analysis.summary import summarize as summarize_tree
 from ..analysis.view import ProjectView
 from ..analysis.semantic import NULL_VIEW, FileContext, project_relative
 from ..analysis.training_code import path_reason
+from .roles import apply_role_policy
 from .triggers import TriggerText, alias_words, renamed_imports, renames_trigger
 from .walker import Walker
 
@@ -243,12 +244,15 @@ class Linter:
             summary = summarize_tree(tree, text, ctx, light, self._gathers_precision())
             if view is not None:
                 view.learn_own(summary)
+        in_project = view is not None  # (a file alone has no execution roles: nothing is silenced)
         if view is None:  # no project: the file is a project of its own
             view = single_file_view(summary, path)
             ctx.attach(view)
             summary = summary if summarize else None
         instances = self._instances(plan, ctx, text)
         findings = self._run(instances, ctx, plan) if instances else []
+        if findings and in_project and ctx.module is not None:
+            findings = apply_role_policy(findings, tree, ctx.facts().roles, instances, self.settings.preview)
         return _Walk(findings, plan.skipped, (ctx.lines if findings else None), plan.notes, summary, view.deps)
 
     def _plan(self, rules: List[Type[Rule]], text: str, path: str, view: Optional[ProjectView]) -> "_Plan":

@@ -546,7 +546,7 @@ def _has_fix(finding: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------- the project store
-PROJECT_SCHEMA = 5  # (5: summaries in the tuple form of records.Summary, schema 6)
+PROJECT_SCHEMA = 6  # (6: summaries of schema 7, execution-model facts; 5: the tuple form of records.Summary)
 
 
 def project_store_dir(settings: Settings, root: str, precision: bool = True) -> str:

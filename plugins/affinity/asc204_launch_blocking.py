@@ -19,6 +19,7 @@ def _enables(value: Optional[ast.expr]) -> bool:
 
 
 class LaunchBlocking(Rule):
+    silent_where_unreached = False  # about the environment or the port, not run-time cost: reported anywhere
     code = "ASC204"
     name = "launch-blocking"
     message = "`{form}` makes every NPU operator launch synchronous: remove it (set it only in a debugging shell)"

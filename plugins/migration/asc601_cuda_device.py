@@ -23,6 +23,7 @@ DEVICE_CALLS = frozenset({
 
 
 class CudaDevice(Rule):
+    silent_where_unreached = False  # about the environment or the port, not run-time cost: reported anywhere
     code = "ASC601"
     name = "cuda-device"
     preview = True  # demoted by the held-out precision measurement (docs/precision.md)

@@ -14,6 +14,7 @@ BACKEND_CALLS = {"init_process_group": 0, "new_group": 2}
 
 
 class NcclBackend(Rule):
+    silent_where_unreached = False  # about the environment or the port, not run-time cost: reported anywhere
     code = "ASC602"
     name = "nccl-backend"
     message = "{call}(backend='nccl'): NCCL does not exist on Ascend: use backend='hccl'"

@@ -14,6 +14,7 @@ PREFIX = "torch.cuda."
 
 
 class TorchCudaApi(Rule):
+    silent_where_unreached = False  # about the environment or the port, not run-time cost: reported anywhere
     code = "ASC603"
     name = "torch-cuda-api"
     preview = True  # demoted by the held-out precision measurement (docs/precision.md)

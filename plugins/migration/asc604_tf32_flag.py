@@ -16,6 +16,7 @@ HF32_TWINS = {
 
 
 class Tf32FlagOnNpu(Rule):
+    silent_where_unreached = False  # about the environment or the port, not run-time cost: reported anywhere
     code = "ASC604"
     name = "tf32-flag-on-npu"
     message = "`{flag}` does nothing on Ascend: set `torch.{twin}` (default {default}) instead"
