@@ -81,14 +81,15 @@ def profile_results(path: str, results: Sequence[FileResult], indices: Sequence[
     run = ProfiledRun(profile, root)
     by_rel = {_rel(r.path, root): r for r in results}
     step_us = _mean_step_us(profile)
+    stalls = _stalls(profile.observations)
     for rel, result in by_rel.items():
         for finding in result.findings:
-            finding.cost = measured(profile, rel, finding.line, finding.end_line, step_us)
+            finding.cost = measured(profile, rel, finding.line, finding.end_line, step_us, stalls)
     for observation in profile.observations:
         result = by_rel.get(observation.path)
         if result is not None:
             _report_observation(result, observation, linter_for(result.path), measured(
-                profile, observation.path, observation.line, observation.line, step_us))
+                profile, observation.path, observation.line, observation.line, step_us, stalls))
     for result in results:
         result.findings.sort(key=Finding.sort_key)
     if report:
@@ -96,19 +97,38 @@ def profile_results(path: str, results: Sequence[FileResult], indices: Sequence[
     return run
 
 
-def measured(profile: Profile, rel: Optional[str], line: int, end_line: int, step_us: float) -> MeasuredCost:
-    """What lines `line`..`end_line` of the file cost per profiled step (the operators they issued)."""
+Stalls = Dict[Tuple[str, int], float]
+
+
+def measured(profile: Profile, rel: Optional[str], line: int, end_line: int, step_us: float,
+             stalls: Optional[Stalls] = None) -> MeasuredCost:
+    """What lines `line`..`end_line` of the file cost per profiled step: the device time of the operators they
+    issued, and the host time the NPU waited for there (synchronisations and reads, and the host time of what
+    the profile's observations found there, such as online compilations: `stalls`)."""
     costs: List[LineCost] = []
     if rel is not None:
         for number in range(line, max(line, end_line) + 1):
             cost = profile.cost_of(rel, number)
             if cost is not None:
                 costs.append(cost)
+    stalls = stalls or {}
+    waits = [c.self_cost.wait_us + stalls.get((c.path, c.line), 0.0) for c in costs]
     steps = sorted({s for c in costs for s in c.steps})
     return MeasuredCost(
-        device_us=sum(c.self_cost.device_us for c in costs), wait_us=sum(c.self_cost.wait_us for c in costs),
+        device_us=sum(c.self_cost.device_us for c in costs), wait_us=sum(waits),
         host_us=sum(c.self_cost.host_us for c in costs), steps=len(steps), step_us=step_us,
-        lines=tuple((c.line, c.self_cost.device_us, c.self_cost.wait_us) for c in costs))
+        lines=tuple((c.line, c.self_cost.device_us, wait) for c, wait in zip(costs, waits)))
+
+
+def _stalls(observations: Iterable[Observation]) -> Stalls:
+    """Per line, the host time per step that the profile's observations count as the pattern's cost (an
+    online compilation keeps the host from launching work: the NPU waits)."""
+    stalls: Stalls = {}
+    for observation in observations:
+        if observation.cost.host_us:
+            key = (observation.path, observation.line)
+            stalls[key] = stalls.get(key, 0.0) + observation.cost.host_us
+    return stalls
 
 
 def rank_by_cost(findings: Iterable[Finding]) -> List[Finding]:

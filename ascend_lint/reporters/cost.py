@@ -20,16 +20,17 @@ def duration(us: float) -> str:
 
 
 def cost_label(cost: MeasuredCost) -> str:
-    """'1.25 ms/step' (device time plus host wait per profiled step), or 'not run' in the profiled steps."""
+    """'1.25 ms/step' (device time plus host wait per profiled step), or 'not measured' when the lines issued no
+    operator in the profiled steps (their cost, if any, is their callees')."""
     if not cost.steps:
-        return "not run"
+        return "not measured"
     return f"{duration(cost.total_us)}/step"
 
 
 def cost_note(cost: MeasuredCost) -> str:
     """The cost in words, for formats with only a message to carry it (annotations, Code Quality)."""
     if not cost.steps:
-        return "measured: did not run in the profiled steps"
+        return "measured: no operator issued from these lines in the profiled steps"
     return (f"measured: {duration(cost.total_us)} per step, device {duration(cost.device_us)}, host wait "
             f"{duration(cost.wait_us)}, in {cost.steps} profiled step{'s' if cost.steps != 1 else ''}")
 
@@ -49,15 +50,15 @@ def cost_summary(findings: Sequence[Finding]) -> Optional[str]:
     lines: Dict[tuple, tuple] = {}
     for f in measured:
         for line, device_us, wait_us in f.cost.lines:  # type: ignore[union-attr]
-            lines[(f.path, line)] = (device_us, wait_us)
+            lines[(f.path, line)] = max(lines.get((f.path, line), (0.0, 0.0)), (device_us, wait_us))
     device = sum(d for d, _ in lines.values())
     wait = sum(w for _, w in lines.values())
     ran = sum(1 for f in measured if f.cost.steps)  # type: ignore[union-attr]
     step_us = measured[0].cost.step_us  # type: ignore[union-attr]
     of_step = f" of a {duration(step_us)} profiled step ({100.0 * (device + wait) / step_us:.0f} %)" if step_us else ""
     return (f"Measured cost at the reported lines: {duration(device + wait)} per step{of_step}: device "
-            f"{duration(device)}, host wait {duration(wait)}; {ran} of {len(measured)} findings ran in the "
-            f"profiled steps.")
+            f"{duration(device)}, host wait {duration(wait)}; {ran} of {len(measured)} findings are on lines that issued "
+            f"operators in the profiled steps.")
 
 
 def render_profile_report(profiled: Any, out: TextIO, as_json: bool = False) -> None:
