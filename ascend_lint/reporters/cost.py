@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional, Sequence, TextIO
 
-from ..profile import describe_steps
 from ..rule import Finding, MeasuredCost
 from ..sanitize import sanitize
 
@@ -64,6 +63,8 @@ def cost_summary(findings: Sequence[Finding]) -> Optional[str]:
 def render_profile_report(profiled: Any, out: TextIO, as_json: bool = False) -> None:
     """`--profile-report`: the profile read, then every function seen in every profiled step that the project
     model does not run per step (its role, asked of the model)."""
+    from ..profile import describe_steps  # (the profile reader is imported only with --profile)
+
     profile = profiled.profile
     rows = [{"path": u.path, "function": u.function, "qualname": u.qualname,
              "observed": u.observed.describe(), "steps": list(u.observed.steps),
