@@ -23,8 +23,9 @@ class ProfileRule(Rule):
 def _rule(pattern: Pattern) -> Type[Rule]:
     class_name = "".join(part.capitalize() for part in pattern.name.replace("-", "_").split("_"))
     return type(class_name, (ProfileRule,), {
-        "__module__": __name__, "__doc__": pattern.docs.summary, "code": pattern.code, "name": pattern.name,
+        "__module__": __name__, "__qualname__": class_name, "__doc__": pattern.docs.summary, "code": pattern.code, "name": pattern.name,
         "message": pattern.message, "docs": pattern.docs})
 
 
 RULES: List[Type[Rule]] = [_rule(PATTERNS[code]) for code in sorted(PATTERNS)]
+globals().update({rule.__name__: rule for rule in RULES})  # (importable by name: worker processes unpickle them)
