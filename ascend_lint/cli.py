@@ -95,6 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     fixes.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
     fixes.add_argument("--diff", action="store_true", help="print the diff --fix would apply; write nothing")
     fixes.add_argument("--show-fixes", action="store_true", help="list the fixes applied")
+    prof = check.add_argument_group("profile (docs/profile.md)")
+    prof.add_argument("--profile", metavar="DIR", help="an Ascend profile (*_ascend_pt, *_ascend_ms or its "
+                      "ASCEND_PROFILER_OUTPUT): each finding's measured cost per step, and the ASC8xx findings")
+    prof.add_argument("--sort", choices=("path", "cost"), default="path",
+                      help="order of the findings ('cost': most measured cost first; needs --profile)")
+    prof.add_argument("--profile-report", action="store_true", help="list the functions the profile saw in every "
+                      "step that the project model does not run per step, instead of the findings")
     perf = check.add_argument_group("performance")
     perf.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes (default: all cores)")
     perf.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
@@ -272,6 +279,12 @@ def run_check(args: argparse.Namespace) -> int:
     if args.show_files or args.show_settings:
         return show(args, find_files(paths, workspace), workspace)
     run = lint_run(request, workspace)
+    if args.profile_report and run.profiled is not None:
+        from .reporters.cost import render_profile_report
+
+        with report_stream(args.output_file) as out:
+            render_profile_report(run.profiled, out, as_json=settings.output_format not in (None, "full", "concise"))
+        return EXIT_OK
     for message in run.refused:  # broken configurations: named once; their files were not linted
         print(f"ascend-lint: error: {sanitize(message)}", file=sys.stderr)
     if run.refused and not run.results:
@@ -294,7 +307,10 @@ def run_request(args: argparse.Namespace, paths: Sequence[str], settings: Settin
     """What the command line asks of the run."""
     fixing = bool(settings.fix or args.diff) and not args.add_noqa
     fmt = settings.output_format or "full"
-    return Request(paths, jobs=_jobs(args), cache=not args.no_cache,
+    if (args.sort == "cost" or args.profile_report) and not args.profile:
+        raise UsageError(f"{'--sort cost' if args.sort == 'cost' else '--profile-report'} needs --profile DIR")
+    return Request(paths, jobs=_jobs(args), cache=not args.no_cache, profile=args.profile,
+                   profile_report=args.profile_report,
                    keep_sources=bool(settings.fix or args.diff or args.add_noqa),  # else reports read lines lazily
                    fix=FixRequest(diff=args.diff, show=args.show_fixes) if fixing else None,
                    progress=Progress.for_terminal(sys.stderr, quiet=args.quiet, human=fmt in ("full", "concise")))
@@ -361,6 +377,10 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
     """Write the report (its format, its file) and the summary; the exit code."""
     _apply_own_fix_settings(results, settings, linter_for)
     findings = sorted_findings(results)
+    if getattr(args, "sort", "path") == "cost":
+        from .pipeline.profiled import rank_by_cost  # (the profile reader is imported only with --profile)
+
+        findings = rank_by_cost(findings)
     fmt = settings.output_format or "full"
     if fmt not in FORMATS:
         raise UsageError(f"unknown output format {fmt!r} (choose from {', '.join(sorted(FORMATS))})")
@@ -371,12 +391,21 @@ def emit(args, settings: Settings, registry: Registry, results: Sequence[FileRes
     if not args.quiet and (human or args.output_file or args.statistics) and not (
             args.statistics and fmt == "json" and not args.output_file):
         write_summary(findings, fixed, settings, sys.stdout)
+        write_cost_summary(findings, sys.stdout)
         if results:
             write_preview_note(registry, settings, sys.stdout)
         write_porting_hint(results, sys.stdout)
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if findings or (fixed and args.exit_non_zero_on_fix) else EXIT_OK
+
+
+def write_cost_summary(findings: Sequence[Finding], out: TextIO) -> None:
+    """With a profile: what the reported lines cost per step."""
+    if any(f.cost is not None for f in findings):
+        from .reporters.cost import cost_summary
+
+        out.write(f"{cost_summary(findings)}\n")
 
 
 def write_preview_note(registry: Registry, settings: Settings, out: TextIO) -> None:

@@ -64,6 +64,8 @@ def fix_label(rule: Type[Rule]) -> str:
 def status(rule: Type[Rule]) -> str:
     if rule.code == PARSE_ERROR_CODE:
         return "always"  # a file that cannot be linted is always reported
+    if rule.profile_only:
+        return "profile"  # reports only in runs given a profile (`check --profile DIR`)
     return "preview" if rule.preview else "default"
 
 
@@ -129,6 +131,9 @@ def status_note(rule: Type[Rule]) -> str:
                 f"while it is new or while its findings on the held-out repositories miss the default set's bar "
                 f"({DEFAULT_BAR}): on code like theirs, most of what it reports is not worth changing. It can "
                 f"still point at real costs in your code; read its findings before acting on them.")
+    if rule.profile_only:
+        return (f"Profile: it reports what an Ascend profile measured, so only in runs given one "
+                f"(`ascend-lint check --profile DIR`, docs/profile.md); deselect it with `--ignore {rule.code}`.")
     return f"Default: runs unless deselected (`--ignore {rule.code}`)."
 
 
@@ -218,12 +223,14 @@ def rule_markdown(rule: Type[Rule], explain_status: bool = True) -> str:
 
 
 def rule_counts(rules: Iterable[Type[Rule]]) -> Dict[str, int]:
-    """How many rules there are: `rules` (the packs' rules), `default`, `preview`, one entry per pack, and
+    """How many rules there are: `rules` (the packs' rules), `default`, `preview`, `profiled` (reported only
+    from a profile), one entry per pack, and
     `core` (ascend-lint's own checks, ASC000/ASC001)."""
     rules = list(rules)
     packed = [r for r in rules if r.pack != CORE_PACK]
-    counts = {"rules": len(packed), "default": sum(not r.preview for r in packed),
-              "preview": sum(r.preview for r in packed), "core": len(rules) - len(packed)}
+    counts = {"rules": len(packed), "default": sum(status(r) == "default" for r in packed),
+              "preview": sum(status(r) == "preview" for r in packed),
+              "profiled": sum(status(r) == "profile" for r in packed), "core": len(rules) - len(packed)}
     for rule in packed:
         counts[rule.pack] = counts.get(rule.pack, 0) + 1
     return counts
@@ -232,10 +239,11 @@ def rule_counts(rules: Iterable[Type[Rule]]) -> Dict[str, int]:
 def counts_line(rules: Iterable[Type[Rule]]) -> str:
     """One sentence with the rule counts, for docs/rules.md."""
     counts = rule_counts(rules)
-    packs = [k for k in counts if k not in ("rules", "default", "preview", "core")]
+    packs = [k for k in counts if k not in ("rules", "default", "preview", "profiled", "core")]
     per_pack = ", ".join(f"`{p}` {counts[p]}" for p in packs)
     return (f"{counts['rules']} rules in {len(packs)} packs ({per_pack}): {counts['default']} in the default set, "
-            f"{counts['preview']} preview; and {counts['core']} core checks.")
+            f"{counts['preview']} preview, {counts['profiled']} reported from a profile (`--profile`); and "
+            f"{counts['core']} core checks.")
 
 
 def rules_markdown(rules: Iterable[Type[Rule]]) -> str:
@@ -281,6 +289,7 @@ def rule_sets_markdown(rules: Iterable[Type[Rule]]) -> str:
     rules = sorted((r for r in rules if r.__module__.startswith(BUILT_IN_MODULES)), key=lambda r: r.code)
     default = [r for r in rules if status(r) == "default"]
     preview = [r for r in rules if status(r) == "preview"]
+    profiled = [r for r in rules if status(r) == "profile"]
     always = ", ".join(f"`{r.code}`" for r in rules if status(r) == "always")
     lines = [README_BEGIN, "", f"**The default set** ({_plural(len(default), 'rule')}: what `ascend-lint check` runs):",
              ""]
@@ -288,6 +297,10 @@ def rule_sets_markdown(rules: Iterable[Type[Rule]]) -> str:
     lines += ["", f"**`--preview` adds** ({_plural(len(preview), 'rule')}: new, or below the default set's bar on the "
               f"held-out repositories, {DEFAULT_BAR}; `ascend-lint rule CODE` gives each one's figures):", ""]
     lines += _rule_items(preview)
+    if profiled:
+        lines += ["", f"**`--profile DIR` adds** ({_plural(len(profiled), 'rule')}: what only an Ascend profile "
+                      "shows, at the lines that paid for it; see docs/profile.md):", ""]
+        lines += _rule_items(profiled)
     if always:
         lines += ["", f"{always} (a file that could not be linted) is always reported."]
     return "\n".join(lines + ["", README_END])

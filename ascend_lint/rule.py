@@ -73,6 +73,28 @@ class Fix:
     imports: Tuple[str, ...] = ()  # module names to import (``"torch_npu"``) if missing
 
 
+@dataclass(frozen=True)
+class MeasuredCost:
+    """What a finding's lines cost per profiled step in the profile of `check --profile` (microseconds):
+    the device time of the operators they issued and the host time spent waiting for the NPU there.
+    `lines`: (line, device_us, wait_us) of each line that cost something (the summary counts a line once)."""
+
+    device_us: float
+    wait_us: float
+    host_us: float = 0.0
+    steps: int = 0  # profiled steps in which the lines ran
+    step_us: float = 0.0  # a profiled step's mean duration (host clock)
+    lines: Tuple[Tuple[int, float, float], ...] = ()
+
+    @property
+    def total_us(self) -> float:
+        return self.device_us + self.wait_us
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"device_us": round(self.device_us, 3), "wait_us": round(self.wait_us, 3),
+                "host_us": round(self.host_us, 3), "total_us": round(self.total_us, 3), "steps": self.steps}
+
+
 @dataclass
 class Finding:
     path: str
@@ -85,6 +107,7 @@ class Finding:
     message: str
     severity: Severity = Severity.WARNING
     fix: Optional[Fix] = None
+    cost: Optional[MeasuredCost] = None  # measured in a profile (`check --profile`); None: no profile
 
     def sort_key(self) -> Tuple[str, int, int, str]:
         return (self.path, self.line, self.col, self.code)
@@ -93,7 +116,7 @@ class Finding:
         fix = None
         if self.fix is not None:
             fix = {"applicability": self.fix.applicability.value, "message": self.fix.description}
-        return {
+        row: Dict[str, Any] = {
             "code": self.code,
             "name": self.name,
             "message": self.message,
@@ -103,6 +126,9 @@ class Finding:
             "end_location": {"row": self.end_line, "column": self.end_col},
             "fix": fix,
         }
+        if self.cost is not None:  # (only with a profile: the fields are otherwise unchanged)
+            row["cost"] = self.cost.to_dict()
+        return row
 
 
 @dataclass(frozen=True)
@@ -179,6 +205,9 @@ class Rule:
     # Handlers that only look for some names (`{"visit_Name": ("npu_rms_norm",)}`): the engine calls such a
     # handler only in files whose text holds one of them (or is not ASCII: a name may be spelled otherwise).
     handler_triggers: ClassVar[Dict[str, Tuple[str, ...]]] = {}
+    # A rule that reports what a profile measured (`check --profile`), not what the code shows: the engine
+    # never walks it; the run pipeline turns the profile's observations of its `code` into its findings.
+    profile_only: ClassVar[bool] = False
 
     def __init__(self, ctx: "FileContext", options: Optional[Dict[str, Any]] = None) -> None:
         """The engine makes one instance per file; a rule keeps its per-file state in `start_file`."""

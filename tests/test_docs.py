@@ -56,8 +56,8 @@ def test_counts_follow_the_registry():
     from ascend_lint.docs import fill_counts, rule_counts
 
     counts = rule_counts(REGISTRY.sorted_rules())
-    assert counts["rules"] == counts["default"] + counts["preview"] == sum(
-        counts[p] for p in ("affinity", "migration", "fusion"))
+    assert counts["rules"] == counts["default"] + counts["preview"] + counts["profiled"] == sum(
+        counts[p] for p in ("affinity", "migration", "fusion", "profile"))
     assert fill_counts("<!-- count:rules -->0<!-- /count -->", REGISTRY.sorted_rules()) == (
         f"<!-- count:rules -->{counts['rules']}<!-- /count -->")
 

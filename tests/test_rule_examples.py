@@ -61,6 +61,9 @@ def test_case_pins_line_message_and_fix(code, index, case):
 def test_rule_metadata_is_complete(rule):
     assert rule.name and rule.name == rule.name.lower() and " " not in rule.name
     assert rule.message and rule.docs.what and rule.docs.why
+    if rule.profile_only:  # examples are what a profile measured: tests/test_profile_run.py checks them
+        assert rule.docs.example and rule.docs.use_instead and rule.docs.source and not rule.handler_names()
+        return
     assert rule.flagged_sources() and rule.clean, "every rule carries flagged and clean examples"
     assert rule.cases, "every rule pins at least one line and message with a Case"
     if rule.fix_applicability is not None:
@@ -73,7 +76,7 @@ def test_rule_metadata_is_complete(rule):
 
 def test_codes_are_unique_and_packs_known():
     assert len({r.code for r in RULES}) == len(RULES)
-    assert {r.pack for r in RULES} <= {"core", "affinity", "migration", "fusion"}
+    assert {r.pack for r in RULES} <= {"core", "affinity", "migration", "fusion", "profile"}
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])

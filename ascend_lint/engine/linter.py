@@ -202,7 +202,7 @@ class Linter:
         if view is None and self.project is not None:
             view = self.project.view_for(path)
         rules = self.rules_for(path)
-        walked = [r for r in rules if r.pack != CORE_PACK]
+        walked = [r for r in rules if r.pack != CORE_PACK and not r.profile_only]  # (profile rules: run.py)
         walk = self._walk(walked, text, path, tree, view, summarize, light)
         lines = walk.lines
         if self.settings.ignore_noqa:

@@ -5,7 +5,8 @@ and `lint_buffer` for one file's text (stdin with `--stdin-filename`, the langua
 flake8 plugin's files). Each step is a function that hands the next one a named value:
 
     Request -> find_files -> Found -> settle -> [Project] -> index_project -> ProjectIndex
-            -> lint_project -> [FileResult] -> fix_files -> FixOutcome  => RunResult
+            -> lint_project -> [FileResult] -> fix_files -> FixOutcome
+            [-> profile_results (`--profile`): costs and profile-only findings -> ProfiledRun]  => RunResult
 
 See docs/architecture.md for the layers and one finding's journey through them.
 """
@@ -45,6 +46,8 @@ class Request:
     keep_sources: bool = False  # results with findings carry their source (fixes, `--add-noqa`)
     fix: Optional[FixRequest] = None
     progress: Progress = field(default_factory=Progress.off)
+    profile: Optional[str] = None  # an Ascend profile directory: each finding's measured cost, ASC8xx findings
+    profile_report: bool = False  # also ask the model the role of each function seen in every profiled step
 
 
 @dataclass
@@ -82,20 +85,33 @@ class RunResult:
     found: Found
     fixes: Any = None  # a fix.command.FixOutcome when fixes were asked for
     refused: List[str] = field(default_factory=list)  # broken configurations: their files were not linted
+    profiled: Any = None  # a profiled.ProfiledRun: the profile read (`Request.profile`)
 
 
 def lint_run(request: Request, workspace: Workspace) -> RunResult:
-    """Lint the request's paths, project by project, then fix them if asked."""
+    """Lint the request's paths, project by project, then fix them if asked; with a profile, measure them."""
+    if request.profile is not None:
+        from .profiled import check_profile_path  # (the profile reader is imported only with --profile)
+
+        check_profile_path(request.profile)  # (before any work: a mistyped directory)
     found = find_files(request.paths, workspace)
     projects = settle(found.targets, workspace)
     results = found.error_results()
+    indices = []
     for project in projects:
         index = index_project(project, workspace, request)
+        indices.append(index)
         results += lint_project(project, index, workspace, request)
     request.progress.finish()
     results.sort(key=lambda r: r.path)
     fixes = fix_files(results, workspace, request.fix)
-    return RunResult(results, found, fixes, refused=found.report.refused + workspace.refused)
+    profiled = None
+    if request.profile is not None:
+        from .profiled import profile_results
+
+        profiled = profile_results(request.profile, results, indices, workspace.linter_for, request.profile_report)
+        workspace.tell(profiled.warnings)
+    return RunResult(results, found, fixes, refused=found.report.refused + workspace.refused, profiled=profiled)
 
 
 # ----------------------------------------------------------------------------- the steps

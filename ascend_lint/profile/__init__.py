@@ -9,13 +9,29 @@ docs/profile.md describes the formats read and where they come from.
 """
 from __future__ import annotations
 
-from .patterns import PATTERNS, Pattern
-from .reader import read_profile
-from .records import (PROFILE_SCHEMA, ApiStatistic, Cost, Diagnostic, Frame, FunctionSteps, LineCost, MappingStats,
-                      Observation, OpStatistic, Profile, StepRange, StepTime, describe_steps)
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "PATTERNS", "PROFILE_SCHEMA", "ApiStatistic", "Cost", "Diagnostic", "Frame", "FunctionSteps", "LineCost",
-    "MappingStats", "Observation", "OpStatistic", "Pattern", "Profile", "StepRange", "StepTime", "describe_steps",
-    "read_profile",
-]
+if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; at run time __getattr__ imports them)
+    from .patterns import PATTERNS, Pattern
+    from .reader import read_profile
+    from .records import (PROFILE_SCHEMA, ApiStatistic, Cost, Diagnostic, Frame, FunctionSteps, LineCost,
+                          MappingStats, Observation, OpStatistic, Profile, StepRange, StepTime, describe_steps)
+
+# name -> submodule; imported on first use, so the `profile` rule pack (which reads only `patterns`) costs a
+# plain `check` no reader imports (csv, sqlite3)
+_WHERE = {"PATTERNS": "patterns", "Pattern": "patterns", "read_profile": "reader"}
+_WHERE.update({name: "records" for name in (
+    "PROFILE_SCHEMA", "ApiStatistic", "Cost", "Diagnostic", "Frame", "FunctionSteps", "LineCost", "MappingStats",
+    "Observation", "OpStatistic", "Profile", "StepRange", "StepTime", "describe_steps")})
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

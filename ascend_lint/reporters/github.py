@@ -16,6 +16,7 @@ from typing import Dict, List, Sequence, TextIO
 from ..rule import Finding, Severity
 from . import Report
 from ._util import clean, one_line, relative_path
+from .cost import cost_label
 
 LIMIT = 10  # annotations GitHub displays per level and step
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -47,7 +48,7 @@ def command(finding: Finding) -> str:
         "col": str(finding.col),
         "endLine": str(finding.end_line),
         "endColumn": str(finding.end_col),
-        "title": f"{finding.code} {finding.name}",
+        "title": f"{finding.code} {finding.name}" + (f" ({cost_label(finding.cost)})" if finding.cost else ""),
     }
     joined = ",".join(f"{k}={escape_property(v)}" for k, v in props.items())
     return f"::{level(finding)} {joined}::{escape_data(finding.message)}"
@@ -96,12 +97,16 @@ def markdown_table(findings: Sequence[Finding], budget: int = SUMMARY_BUDGET) ->
         "| File | Line | Col | Code | Message |",
         "| --- | ---: | ---: | --- | --- |",
     ]
+    costs = any(f.cost is not None for f in findings)
+    if costs:  # measured in a profile (`--profile`): a cost column
+        head[2:] = ["| File | Line | Col | Code | Cost per step | Message |", "| --- | ---: | ---: | --- | ---: | --- |"]
     rows: List[str] = []
     used = sum(len(line.encode("utf-8")) + 1 for line in head) + 200  # + the closing line
     for f in findings:
         path = MD_PUNCT_RE.sub(r"\\\1", one_line(relative_path(f.path)))
         rule = _cell(f"{f.code} {f.name}")
-        row = f"| {path} | {f.line} | {f.col} | {rule} | {_cell(f.message)} |"
+        cost = f" {cost_label(f.cost) if f.cost is not None else ''} |" if costs else ""
+        row = f"| {path} | {f.line} | {f.col} | {rule} |{cost} {_cell(f.message)} |"
         used += len(row.encode("utf-8")) + 1
         if used > budget:
             break

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, TextIO
 from ..rule import Severity
 from . import Report, json_needs_ascii
 from ._util import clean, fingerprints, relative_path
+from .cost import cost_note
 
 # GitLab levels: info, minor, major, critical, blocker
 SEVERITIES = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.INFO: "minor"}
@@ -22,7 +23,7 @@ def build(report: Report, base: Optional[str] = None) -> List[Dict[str, Any]]:
     for f, (digest, n) in zip(report.findings, fingerprints(report.findings, report.sources, base)):
         issues.append({
             "type": "issue",
-            "description": clean(f"{f.code} {f.message}"),
+            "description": clean(f"{f.code} {f.message}" + (f" ({cost_note(f.cost)})" if f.cost is not None else "")),
             "check_name": f.code,
             "categories": ["Bug Risk" if f.code == "ASC000" else "Performance"],
             "fingerprint": f"{digest[:32]}-{n}" if n else digest[:32],

@@ -14,6 +14,7 @@ from ..rule import Finding
 from ..sanitize import is_unsafe
 from . import Report
 from ._util import XML_INVALID_RE, relative_path, text
+from .cost import cost_note
 
 
 def _x(value: str) -> str:
@@ -41,7 +42,8 @@ def build(report: Report) -> ET.Element:
             case = ET.SubElement(suite, "testcase", name=_x(f"{f.code} {f.name} ({f.line}:{f.col})"),
                                  classname=name, file=name, line=str(f.line))
             failure = ET.SubElement(case, "failure", message=_x(f.message), type=f.code)
-            failure.text = _x(f"{name}:{f.line}:{f.col}: {f.code} {f.message}")
+            failure.text = _x(f"{name}:{f.line}:{f.col}: {f.code} {f.message}"
+                              + (f" ({cost_note(f.cost)})" if f.cost is not None else ""))
     return root
 
 

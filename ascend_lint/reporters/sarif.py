@@ -17,6 +17,7 @@ from ..docs import measured, rule_markdown, rule_text, rule_url, summary
 from ..rule import Finding, Rule, Severity
 from . import Report, json_needs_ascii
 from ._util import clean, fingerprints, one_line, relative_path, uri_path
+from .cost import cost_properties
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 HOME = "https://github.com/ascend-lint/ascend-lint"
@@ -108,14 +109,17 @@ def build(report: Report, base: Optional[str] = None) -> Dict[str, Any]:
             rules.append(other_descriptor(f))
     results = []
     for f, (digest, n) in zip(report.findings, fingerprints(report.findings, report.sources, base)):
-        results.append({
+        result: Dict[str, Any] = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": LEVELS.get(f.severity, "warning"),
             "message": {"text": clean(f.message) or f.code},
             "locations": [location(f, base)],
             "partialFingerprints": {"primaryLocationLineHash": f"{digest[:16]}:{n + 1}"},
-        })
+        }
+        if f.cost is not None:  # measured in a profile (`--profile`)
+            result["properties"] = cost_properties(f.cost)
+        results.append(result)
     root = file_uri(os.path.abspath(base).rstrip(os.sep) + os.sep)
     run = {
         "tool": {"driver": {"name": "ascend-lint", "version": __version__, "semanticVersion": __version__,

@@ -6,6 +6,7 @@ from typing import TextIO
 from ..rule import Applicability, Finding
 from ..sanitize import sanitize
 from . import Report, clean_text, fix_applies
+from .cost import cost_label
 
 BOLD, RED, CYAN, YELLOW, RESET = "\033[1m", "\033[31m", "\033[36m", "\033[33m", "\033[0m"
 
@@ -23,7 +24,8 @@ def headline(finding: Finding, report: Report) -> str:
     where = f"{clean_text(finding.path)}:{finding.line}:{finding.col}:"
     code = _paint(finding.code, RED + BOLD if finding.severity.value == "error" else RED, color)
     marker = _paint(fix_marker(finding, report), CYAN, color)
-    return f"{_paint(where, BOLD, color)} {code} {marker}{clean_text(finding.message)}"
+    cost = _paint(f"[{cost_label(finding.cost)}] ", YELLOW, color) if finding.cost is not None else ""
+    return f"{_paint(where, BOLD, color)} {code} {cost}{marker}{clean_text(finding.message)}"
 
 
 def render_concise(report: Report, out: TextIO) -> None:
