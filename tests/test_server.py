@@ -11,6 +11,8 @@ import pytest
 pytest_lsp = pytest.importorskip("pytest_lsp")  # Python >= 3.10; installed by the test extra
 from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features  # noqa: E402
+from pygls.protocol import default_converter  # noqa: E402
 
 from conftest import STEP_CALL, STEP_TRAIN, STEP_UTILS  # noqa: E402
 
@@ -33,7 +35,24 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+def recording_client() -> LanguageClient:
+    """pytest-lsp's client, also recording every publication: client.published = [(uri, version, codes)]."""
+    def publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        client.diagnostics[params.uri] = params.diagnostics
+        client.published.append((params.uri, params.version, [d.code for d in params.diagnostics]))
+
+    client = LanguageClient(converter_factory=default_converter)
+    client.published = []
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
+    return client
+
+
+def published(client: LanguageClient, uri: str) -> list:
+    """(version, codes) of each publication for `uri`, in order."""
+    return [(version, codes) for u, version, codes in client.published if u == uri]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=recording_client))
 async def client(lsp_client: LanguageClient, project: Path):
     lsp_client.set_configuration({"preview": True}, section="ascend-lint")
     await lsp_client.initialize_session(types.InitializeParams(
@@ -170,18 +189,6 @@ UTILS, CALL = STEP_UTILS, STEP_CALL
 TRAIN = STEP_TRAIN.replace("{module}", "utils")
 
 
-class Published(dict):
-    """client.diagnostics that also counts the publications per document."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count: dict = {}
-
-    def __setitem__(self, uri, diagnostics) -> None:
-        self.count[uri] = self.count.get(uri, 0) + 1
-        super().__setitem__(uri, diagnostics)
-
-
 async def diagnostics_until(client: LanguageClient, uri: str, predicate, timeout: float = 60.0):
     """Poll the published diagnostics until the document's satisfy `predicate`. (Not by waiting for the next
     publication: one that arrives before the waiter is registered would be missed, and if it was the last
@@ -207,7 +214,6 @@ async def test_editing_the_step_loop_changes_a_helpers_diagnostics(client: Langu
     (project / "utils.py").write_text(UTILS)
     (project / "train.py").write_text(TRAIN.format(call=""))
     (project / "other.py").write_text("import torch\nimport torch_npu\n\nx = torch.ones(2)\n")
-    client.diagnostics = published = Published()
     utils = await open_document(client, project / "utils.py", UTILS)
     other = await open_document(client, project / "other.py", (project / "other.py").read_text())
     assert "ASC202" not in await diagnostics_until(client, utils, lambda codes: True)
@@ -220,13 +226,13 @@ async def test_editing_the_step_loop_changes_a_helpers_diagnostics(client: Langu
     (hot,) = [d for d in client.diagnostics[utils] if d.code == "ASC202"]
     assert "the step loop in `train.py:7` calls it" in hot.message and hot.range.start.line == 5
 
-    # a burst of edits that removes the call: linted once the typing stops, and utils.py follows
-    before = published.count[train]
+    # a burst of edits that removes the call: the newest version wins (no older one is published after a
+    # newer one), and utils.py follows once the whole file is linted again
     for version, text in enumerate([TRAIN.format(call="        log_metr\n"), TRAIN.format(call="")], start=2):
         replace_all(client, train_uri, version, text)
     assert "ASC202" not in await diagnostics_until(client, utils, lambda codes: "ASC202" not in codes)
-    await asyncio.sleep(0.6)
-    assert published.count[train] == before + 1
+    versions = [version for version, _ in published(client, train)]
+    assert versions == sorted(versions) and versions[-1] == 3, versions
 
     # moving the loop down two lines changes only where the reason points
     replace_all(client, train_uri, 4, "\n\n" + TRAIN.format(call=CALL))
@@ -237,7 +243,7 @@ async def test_editing_the_step_loop_changes_a_helpers_diagnostics(client: Langu
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=train)))
     await diagnostics_until(client, utils, lambda codes: "ASC202" not in codes)
-    assert published.count[other] == 1  # never linted again: none of its answers changed
+    assert len(published(client, other)) == 1  # never linted again: none of its answers changed
 
 
 @pytest.mark.asyncio

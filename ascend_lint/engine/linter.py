@@ -195,14 +195,16 @@ class Linter:
 
     def analyse(self, text: str, path: str, tree: Optional[ast.Module] = None, line_noqa: bool = True,
                 view: Optional[ProjectView] = None, summarize: bool = False,
-                light: Optional[Summary] = None) -> Analysis:
+                light: Optional[Summary] = None, within: Optional[Sequence[Tuple[int, int]]] = None) -> Analysis:
         """`check`, plus the file's summary (with `summarize`; `light`: its text-only summary if known),
-        the project questions its rules asked (deps) and the file's notes for the run's summary."""
+        the project questions its rules asked (deps) and the file's notes for the run's summary. `within`:
+        [first, last] line ranges; statements outside them are not descended into (as if they held no
+        trigger): the findings there are partial (an editor's re-lint of the edited scopes only)."""
         if view is None and self.project is not None:
             view = self.project.view_for(path)
         rules = self.rules_for(path)
         walked = [r for r in rules if r.pack != CORE_PACK]
-        walk = self._walk(walked, text, path, tree, view, summarize, light)
+        walk = self._walk(walked, text, path, tree, view, summarize, light, within)
         lines = walk.lines
         if self.settings.ignore_noqa:
             findings = walk.findings
@@ -227,7 +229,8 @@ class Linter:
         return _summary_without_tree(text, path, light, self._gathers_precision())
 
     def _walk(self, rules: List[Type[Rule]], text: str, path: str, tree: Optional[ast.Module],
-              view: Optional[ProjectView], summarize: bool, light: Optional[Summary]) -> "_Walk":
+              view: Optional[ProjectView], summarize: bool, light: Optional[Summary],
+              within: Optional[Sequence[Tuple[int, int]]] = None) -> "_Walk":
         """Run the rules that can apply over one walk of the file (see `_Walk`)."""
         plan = self._plan(rules, text, path, view)
         if not plan.rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
@@ -248,7 +251,7 @@ class Linter:
             ctx.attach(view)
             summary = summary if summarize else None
         instances = self._instances(plan, ctx, text)
-        findings = self._run(instances, ctx, plan) if instances else []
+        findings = self._run(instances, ctx, plan, within) if instances else []
         return _Walk(findings, plan.skipped, (ctx.lines if findings else None), plan.notes, summary, view.deps)
 
     def _plan(self, rules: List[Type[Rule]], text: str, path: str, view: Optional[ProjectView]) -> "_Plan":
@@ -296,7 +299,8 @@ class Linter:
             instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
         return instances
 
-    def _run(self, instances: List[Rule], ctx: FileContext, plan: "_Plan") -> List[Finding]:
+    def _run(self, instances: List[Rule], ctx: FileContext, plan: "_Plan",
+             within: Optional[Sequence[Tuple[int, int]]] = None) -> List[Finding]:
         """One walk of the tree calling each rule's handlers (statements whose lines hold no trigger of the
         rules are not descended into), then each rule's `end_file`: the findings."""
         triggers: Set[str] = set()
@@ -311,6 +315,9 @@ class Linter:
             present = plan.scan.may_occur(triggers)
             words = alias_words(plan.aliases, tuple(sorted(triggers))) if plan.aliases else ()
             hit_lines = plan.scan.lines(sorted(t for t in triggers if present[t]), words)
+        if within is not None:
+            wanted = {n for first, last in within for n in range(first, last + 1)}
+            hit_lines = sorted(wanted) if hit_lines is None else [n for n in hit_lines if n in wanted]
         try:
             for inst in instances:
                 inst.start_file()
