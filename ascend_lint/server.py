@@ -147,8 +147,20 @@ class Linting:
                 continue
             self.running = uri
             version, text = document.version, document.source
-            future = self.run(_lint, uri, self.server.path_of(uri), text, version, document.position_codec, whole)
+            future = self.run(_lint, uri, self.server.path_of(uri), text, version, document.position_codec, whole,
+                              self.newer_than(uri, version))
             future.add_done_callback(lambda done, uri=uri, version=version: self.linted_one(uri, version, done))
+
+    def newer_than(self, uri: str, version: Optional[int]) -> Callable[[], bool]:
+        """Asked on the lint thread: has the document changed (or closed) since `version`? (A lint of an
+        older text stops: its result would be dropped anyway.)"""
+        documents = self.server.workspace.text_documents
+        key = unquote(uri)
+
+        def newer() -> bool:
+            document = documents.get(key)
+            return document is None or document.version != version
+        return newer
 
     def linted_one(self, uri: str, version: Optional[int], done: "Future[Any]") -> None:
         """A lint came back (on the event loop): published if it is of the document's current version."""
@@ -165,7 +177,7 @@ class Linting:
                 self.linted.pop(uri, None)
                 self.server.publish(uri, [], version)
                 self.wake(uri, None)
-        elif document is not None and document.version == version:
+        elif linted is not None and document is not None and document.version == version:
             self.linted[uri] = linted
             self.server.publish(uri, list(linted.diagnostics), version)
             if linted.status == "too-large":
@@ -247,13 +259,15 @@ class Linting:
 
 # ----------------------------------------------------------------------------- jobs (on the lint thread)
 def _lint(session: Any, uri: str, path: str, text: str, version: Optional[int], codec: Any,
-          whole: bool) -> Tuple[Any, List[str], Optional[str]]:
-    from .server_session import ConfigError, RegistryError
+          whole: bool, stop: Callable[[], bool]) -> Tuple[Any, List[str], Optional[str]]:
+    from .server_session import ConfigError, RegistryError, Stopped
 
     try:
-        linted = session.lint(uri, path, text, version, codec, scoped=not whole)
+        linted = session.lint(uri, path, text, version, codec, scoped=not whole, stop=stop)
     except (ConfigError, RegistryError) as exc:
         return None, [], f"ascend-lint: {exc}"
+    except Stopped:  # a newer text came: its own lint is due
+        return None, [], None
     return linted, session.dependents(uri) if linted.complete else [], None
 
 

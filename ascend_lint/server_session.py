@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Type
 
 from lsprotocol import types
 
@@ -20,6 +20,7 @@ from .config import CONFIG_NAMES, TARGETS, ConfigError, ConfigResolver, Settings
 from .core_rules import PARSE_ERROR_CODE, UNUSED_NOQA_CODE
 from .docs import rule_markdown, rule_url
 from .engine.noqa import NOQA_RE, add_noqa_to_lines
+from .engine.walker import Stopped
 from .fileio import SourceError, read_source, split_lines
 from .fix.edits import TextEdit, fix_edits
 from .pipeline.discovery import Excluder
@@ -38,7 +39,7 @@ EDITOR_KEYS = {
     "preview": ("preview", "bool"), "target": ("target", "target"), "ignore-noqa": ("ignore_noqa", "bool"),
     "unsafe-fixes": ("unsafe_fixes", "bool"), "config": ("config", "path"),
 }
-__all__ = ["CONFIG_NAMES", "ConfigError", "LintSession", "Linted", "RegistryError", "editor_settings"]
+__all__ = ["CONFIG_NAMES", "ConfigError", "LintSession", "Linted", "RegistryError", "Stopped", "editor_settings"]
 
 
 def editor_settings(raw: Any) -> Tuple[Dict[str, Any], List[str]]:
@@ -166,10 +167,11 @@ class LintSession:
 
     # ----------------------------------------------------------------- linting
     def lint(self, uri: str, path: str, text: str, version: Optional[int], codec: Any,
-             scoped: bool = False) -> Linted:
+             scoped: bool = False, stop: Optional[Callable[[], bool]] = None) -> Linted:
         """Lint the editor's text of `path` with its project's facts (the buffer stands for the file in the
         project model); with `scoped`, an edit inside function bodies lints only those scopes. Raises
-        ConfigError/RegistryError when the file's configuration or the rule packs are broken."""
+        ConfigError/RegistryError when the file's configuration or the rule packs are broken, Stopped when
+        `stop()` said so during the lint."""
         self.paths[uri] = path
         settings = self.settings_for(path)
         if self.excluded(path, settings):
@@ -177,7 +179,7 @@ class LintSession:
             return Linted(uri, version, text, path, (), (), LINTED, settings)
         previous = self.results.get(uri)
         result = lint_buffer(self.workspace(), path, text, in_project=self.in_a_project(path, settings),
-                             previous=previous, scoped=scoped and previous is not None)
+                             previous=previous, scoped=scoped and previous is not None, stop=stop)
         self.results[uri] = result
         if result.complete:
             self.complete[uri] = result

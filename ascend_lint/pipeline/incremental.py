@@ -7,14 +7,15 @@ untouched statement: the tree is the one `ast.parse` gives for the whole text (t
 parsing one function. The edit is *scoped* when it stays inside the bodies of the same functions and
 classes (same names, headers, methods; no file-level `# ascend-lint: noqa`): then the rest of the file
 keeps its findings (`carried`), and only the edited region is linted again (the language server's fast
-path: docs/editors.md).
+path: docs/editors.md), but by the rules that decide per file, which walk the whole file.
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
-from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+import difflib
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..engine.linter import parse
 from ..fileio import split_lines
@@ -33,10 +34,23 @@ class Parsed:
     lines: List[str]  # with their line endings, split as the tokenizer counts lines
     tree: ast.Module
     units: List[Tuple[int, int, int, int]]  # (first line, last line, first body index, end body index)
+    positioned: Dict[int, List[ast.AST]] = field(default_factory=dict)  # id(top-level statement) -> its nodes
 
     @classmethod
     def of(cls, text: str, tree: ast.Module) -> "Parsed":
         return cls(text, split_lines(text, keepends=True), tree, _units(tree.body))
+
+    def move(self, statements: Sequence[ast.stmt], delta: int) -> None:
+        """Move top-level statements (and everything under them) `delta` lines down; each statement's nodes
+        with a position are listed once, so that the moves of later edits are one loop."""
+        for stmt in statements:
+            nodes = self.positioned.get(id(stmt))
+            if nodes is None:
+                nodes = self.positioned[id(stmt)] = [n for n in ast.walk(stmt) if "lineno" in n._attributes]
+            for node in nodes:
+                node.lineno += delta  # type: ignore[attr-defined]
+                if node.end_lineno is not None:  # type: ignore[attr-defined]
+                    node.end_lineno += delta  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -117,11 +131,12 @@ def reparse(previous: Parsed, text: str, path: str) -> Tuple[Parsed, Change]:
     old_region = previous.tree.body[len(head):after[0][2]] if after else previous.tree.body[len(head):]
     tail = previous.tree.body[after[0][2]:] if after else []
     if delta:
-        _move(tail, delta)
+        previous.move(tail, delta)
     tree = ast.Module(body=head + fresh + tail, type_ignores=[])
     change.scoped = _same_scopes(old_region, fresh) and not _file_directive(previous.lines[first - 1:old_last]) \
         and not _file_directive(lines[first - 1:new_last])
-    return Parsed(text, lines, tree, _units(tree.body)), change
+    kept_nodes = {id(s): previous.positioned[id(s)] for s in head + tail if id(s) in previous.positioned}
+    return Parsed(text, lines, tree, _units(tree.body), kept_nodes), change
 
 
 def _parse_region(region: str, first: int) -> List[ast.stmt]:
@@ -129,27 +144,10 @@ def _parse_region(region: str, first: int) -> List[ast.stmt]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        body = ast.parse(region).body
+        module = ast.parse(region)
     if first > 1:
-        _move(body, first - 1)
-    return body
-
-
-def _move(nodes: Sequence[ast.AST], delta: int) -> None:
-    """Move nodes (and everything under them) `delta` lines down."""
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if "lineno" in node._attributes:
-            node.lineno += delta  # type: ignore[attr-defined]
-            if node.end_lineno is not None:  # type: ignore[attr-defined]
-                node.end_lineno += delta  # type: ignore[attr-defined]
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                stack.extend(v for v in value if isinstance(v, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append(value)
+        ast.increment_lineno(module, first - 1)
+    return module.body
 
 
 def _same_scopes(old: Sequence[ast.stmt], new: Sequence[ast.stmt]) -> bool:
@@ -191,32 +189,52 @@ def _moved_edit(edit: Edit, delta: int) -> Edit:
 def carried(findings: Sequence[Finding], change: Change) -> List[Finding]:
     """Findings of the old text outside the changed lines, where they are in the new text (the findings
     on changed lines: kept within the new version of those lines, without their fixes)."""
-    out = []
     lo, hi = change.changed
+    return [moved(f, change.delta) if f.line > hi else f if f.line < lo else _placed(f, change.new_line(f.line))
+            for f in findings]
+
+
+def _placed(finding: Finding, line: int) -> Finding:
+    """The finding on `line` (its text changed: the fix no longer applies)."""
+    return dataclasses.replace(finding, line=line, end_line=max(line, finding.end_line + line - finding.line),
+                               fix=None)
+
+
+def kept(findings: Sequence[Finding], old: Sequence[str], new: Sequence[str]) -> List[Finding]:
+    """Findings of the text `old` (its lines) carried to `new`, however many places changed: the lines the
+    two texts share (difflib, between the common start and end) keep their findings, moved; a finding on
+    a changed line stays within what replaced it, without its fix."""
+    start, end = line_change(old, new)
+    delta = len(new) - len(old)
+    blocks = difflib.SequenceMatcher(None, old[start:len(old) - end], new[start:len(new) - end],
+                                     autojunk=False).get_opcodes()
+    out = []
     for f in findings:
-        if f.line > hi:
-            out.append(moved(f, change.delta))
-        elif f.line < lo:
+        if f.line <= start:
             out.append(f)
+        elif f.line > len(old) - end:
+            out.append(moved(f, delta))
         else:
-            line = change.new_line(f.line)
-            out.append(dataclasses.replace(f, line=line, end_line=max(line, f.end_line + line - f.line), fix=None))
+            index = f.line - 1 - start
+            tag, i1, i2, j1, j2 = next(b for b in blocks if b[1] <= index < b[2] or b[1] == b[2] == index)
+            if tag == "equal":
+                out.append(moved(f, j1 - i1))
+            else:
+                out.append(_placed(f, start + 1 + min(j1 + index - i1, max(j1, j2 - 1))))
     return out
 
 
 def merge_scoped(previous: Sequence[Finding], scoped: Sequence[Finding], change: Change,
                  file_level: Sequence[str]) -> List[Finding]:
-    """The findings after a scoped edit: those outside the edited region as they were (moved), the region's
-    from its new lint, but for the codes decided per file (`file_level`: from the whole file's walk), which
-    keep their region findings off the changed lines until the whole file is linted again."""
-    keep = set(file_level)
-    out = [f for f in carried(previous, change) if not change.first <= f.line <= change.new_last]
-    lo, hi = change.changed
-    out += [moved(f, change.delta) if f.line > hi else f for f in previous
-            if change.first <= f.line <= change.old_last and f.code in keep and not lo <= f.line <= hi]
-    out += [f for f in scoped if change.first <= f.line <= change.new_last and f.code not in keep]
+    """The findings after a scoped edit: the codes decided per file (`file_level`: their rules walked the
+    whole file) as the scoped lint found them everywhere; every other code as it found them in the edited
+    region, and outside it as they were (moved with the edit)."""
+    whole = set(file_level)
+    region = range(change.first, change.new_last + 1)
+    out = [f for f in carried(previous, change) if f.code not in whole and f.line not in region]
+    out += [f for f in scoped if f.code in whole or f.line in region]
     out.sort(key=Finding.sort_key)
     return out
 
 
-__all__ = ["Change", "Parsed", "carried", "line_change", "merge_scoped", "moved", "reparse"]
+__all__ = ["Change", "Parsed", "carried", "kept", "line_change", "merge_scoped", "moved", "reparse"]

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..core_rules import PARSE_ERROR_CODE
-from ..engine.linter import FileResult, Linter, error_finding, parse
+from ..engine.linter import FileResult, Linter, decides_per_file, error_finding, parse
+from ..engine.walker import Stopped
 from ..fileio import SourceError, check_size, decode_source, split_lines
-from ..rule import Finding, Rule, wants_precision
+from ..rule import Finding, wants_precision
 from .cache import ResultCache
 from .discovery import DiscoveryReport, Target, discover
-from .incremental import Change, Parsed, carried, line_change, merge_scoped, reparse
+from .incremental import Change, Parsed, kept, merge_scoped, reparse
 from .index import ProjectIndex
 from .progress import Progress
 from .root import find_project_root
@@ -183,7 +184,8 @@ class BufferResult:
 
 def lint_buffer(workspace: Workspace, path: str, text: str, tree: Optional[ast.Module] = None,
                 in_project: bool = True, replaces_file: bool = True, line_noqa: bool = True,
-                previous: Optional[BufferResult] = None, scoped: bool = False) -> BufferResult:
+                previous: Optional[BufferResult] = None, scoped: bool = False,
+                stop: Optional[Callable[[], bool]] = None) -> BufferResult:
     """The one-file variant of the run: the text of the file at `path` (an editor's buffer, stdin, flake8's
     lines) linted with its configuration and, `in_project`, against its project's model. `replaces_file`:
     the text stands for the file in the model (else the file on disk does: flake8 linting saved files).
@@ -193,7 +195,8 @@ def lint_buffer(workspace: Workspace, path: str, text: str, tree: Optional[ast.M
     `previous` (an editor's earlier result for this file) is reused: only what the edit touched is parsed
     again (incremental.reparse); while the text does not parse, the findings of the last text that did are
     kept (moved with the edit) next to the syntax error; with `scoped`, an edit inside function or class
-    bodies lints only those scopes (status SCOPED: the project model is not refreshed)."""
+    bodies lints only those scopes (status SCOPED: the project model is not refreshed). `stop` is asked
+    while linting: True ends the lint with engine.walker.Stopped (a newer text came)."""
     settings = workspace.resolver.for_path(path)
     index = workspace.index_for(path) if in_project else None
     linter = workspace.linter(settings, index)
@@ -217,13 +220,17 @@ def lint_buffer(workspace: Workspace, path: str, text: str, tree: Optional[ast.M
             index.refresh(path, text)  # a file that does not parse contributes no facts
         error = error_finding(path, exc.reason, exc.line, exc.col)
         return BufferResult(_kept(previous, text) + [error], linter, [], index, SYNTAX_ERROR, text, base)
+    if change is not None and change.delta:  # (the previous tree's statements moved: it is used up)
+        previous.parsed = None  # type: ignore[union-attr]
     if scoped and change is not None and change.scoped and previous is not None and previous.status in (
             LINTED, SCOPED) and previous.text == base.text:  # type: ignore[union-attr]
-        return _lint_scopes(linter, path, parsed, change, previous, line_noqa)
+        return _lint_scopes(linter, path, parsed, change, previous, line_noqa, stop)
+    if stop is not None and stop():
+        raise Stopped()
     if index is not None and replaces_file:
         index.refresh(path, text, parsed.tree)
     try:
-        analysis = linter.analyse(text, path, parsed.tree, line_noqa)
+        analysis = linter.analyse(text, path, parsed.tree, line_noqa, stop=stop)
     except SourceError as exc:
         return BufferResult([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], index, SYNTAX_ERROR,
                             text, parsed)
@@ -237,18 +244,15 @@ def _kept(previous: Optional[BufferResult], text: str) -> List[Finding]:
     old = [f for f in previous.findings if f.code != PARSE_ERROR_CODE]
     if not old:
         return []
-    before, after = split_lines(previous.text, keepends=True), split_lines(text, keepends=True)
-    start, end = line_change(before, after)
-    lo, hi = start + 1, len(before) - end
-    change = Change(lo, hi, hi + len(after) - len(before), (lo, hi), len(after) - len(before), False)
-    return carried(old, change)
+    return kept(old, split_lines(previous.text, keepends=True), split_lines(text, keepends=True))
 
 
 def _lint_scopes(linter: Linter, path: str, parsed: Parsed, change: Change, previous: BufferResult,
-                 line_noqa: bool) -> BufferResult:
+                 line_noqa: bool, stop: Optional[Callable[[], bool]]) -> BufferResult:
     """Lint only the edited region; the other findings are the previous ones, moved (see merge_scoped)."""
     try:
-        analysis = linter.analyse(parsed.text, path, parsed.tree, line_noqa, within=[(change.first, change.new_last)])
+        analysis = linter.analyse(parsed.text, path, parsed.tree, line_noqa, within=[(change.first, change.new_last)],
+                                  stop=stop)
     except SourceError as exc:
         return BufferResult([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], previous.index,
                             SYNTAX_ERROR, parsed.text, parsed)
@@ -272,11 +276,6 @@ def lint_stdin(workspace: Workspace, raw: bytes, path: Optional[str]) -> Tuple[F
         index.complete()
         linter = workspace.linter(settings, index)
     return linter.lint_bytes(raw, path or "-"), linter
-
-
-def decides_per_file(rule: type) -> bool:
-    """Does the rule report from `end_file` (a decision over the whole file's walk)?"""
-    return getattr(rule, "end_file", None) is not Rule.end_file
 
 
 __all__ = ["BufferResult", "FixRequest", "Found", "Project", "Request", "RunResult", "find_files",
