@@ -108,7 +108,7 @@ class Linting:
         self.configuring = False  # asking the client for its settings: lints wait for them
         self.timers: Dict[str, asyncio.TimerHandle] = {}
         self.linted: Dict[str, Any] = {}  # uri -> its published server_session.Linted
-        self.waiters: Dict[str, List[asyncio.Future]] = {}
+        self.waiters: Dict[str, List[Tuple[asyncio.Future, bool]]] = {}  # uri -> (waiter, wants a whole lint)
 
     # -------------------------------------------------------------- the lint thread
     def run(self, function: Callable[..., Any], *args: Any) -> "asyncio.Future[Any]":
@@ -205,22 +205,34 @@ class Linting:
             timer.cancel()
 
     def wake(self, uri: str, linted: Any) -> None:
-        for waiter in self.waiters.pop(uri, ()):
-            if not waiter.done():
+        """Answer the waiters of `uri` that this lint satisfies (None: it could not be linted: all of them)."""
+        waiting = []
+        for waiter, whole in self.waiters.pop(uri, ()):
+            if waiter.done():
+                continue
+            if linted is None or linted.complete or not whole:
                 waiter.set_result(linted)
+            else:
+                waiting.append((waiter, whole))
+        if waiting:
+            self.waiters[uri] = waiting
 
-    async def current(self, uri: str) -> Any:
-        """The lint of the document's current version (waiting for it if need be); None if it is not open
-        or could not be linted."""
+    async def current(self, uri: str, whole: bool = False) -> Any:
+        """The lint of the document's current version (`whole`: of the whole file), waiting for it if need
+        be; None if it is not open or could not be linted."""
         document = self.server.open_document(uri)
         if document is None:
             return None
         linted = self.linted.get(uri)
-        if linted is not None and linted.version == document.version and linted.text == document.source:
+        if linted is not None and linted.version == document.version and linted.text == document.source and (
+                linted.complete or not whole):
             return linted
         waiter = asyncio.get_running_loop().create_future()
-        self.waiters.setdefault(uri, []).append(waiter)
-        if uri not in self.due and self.running != uri:
+        self.waiters.setdefault(uri, []).append((waiter, whole))
+        if whole:
+            self.cancel_timer(uri)  # (the lint of the whole file, now)
+            self.want(uri)
+        elif uri not in self.due and self.running != uri:
             self.want(uri, whole=False)
         return await waiter
 
@@ -295,8 +307,18 @@ def _forget(session: Any) -> str:
     return "all"
 
 
-def _code_actions(session: Any, linted: Any, params: types.CodeActionParams, codec: Any) -> List[types.CodeAction]:
-    return session.code_actions(linted, params, codec)
+def _code_actions(session: Any, linted: Any, params: types.CodeActionParams, codec: Any,
+                  fix_all: bool) -> List[types.CodeAction]:
+    return session.code_actions(linted, params, codec, fix_all)
+
+
+def wants_fix_all(params: types.CodeActionParams) -> bool:
+    """Asked for the fix-all source action: by kind, or (no kinds named) by the user rather than by the
+    editor's own automatic requests (a cursor move: the light bulb shows quick fixes only)."""
+    only = [str(getattr(kind, "value", kind)) for kind in params.context.only or ()]
+    if only:
+        return any(FIX_ALL_KIND.startswith(kind) for kind in only)
+    return params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
 
 
 # ----------------------------------------------------------------------------- the features
@@ -360,11 +382,16 @@ def build_server() -> AscendLintServer:
         code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]))
     async def code_action(ls: AscendLintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
         uri = params.text_document.uri
-        linted = await ls.linting.current(uri)
+        fix_all = wants_fix_all(params)
+        linted = await ls.linting.current(uri, whole=fix_all)
         document = ls.open_document(uri)
         if linted is None or document is None:
             return []
-        return await ls.linting.run(_code_actions, linted, params, document.position_codec)
+        actions = await ls.linting.run(_code_actions, linted, params, document.position_codec, fix_all)
+        document = ls.open_document(uri)
+        if document is None or document.version != linted.version:
+            return []  # (edited meanwhile: these edits are of an older text)
+        return actions
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: AscendLintServer, params: types.HoverParams) -> Optional[types.Hover]:

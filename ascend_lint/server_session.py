@@ -25,12 +25,14 @@ from .fileio import SourceError, read_source, split_lines
 from .fix.edits import TextEdit, fix_edits
 from .pipeline.discovery import Excluder
 from .pipeline.root import is_marked
-from .pipeline.run import LINTED, SCOPED, SYNTAX_ERROR, TOO_LARGE, BufferResult, lint_buffer
+from .pipeline.run import LINTED, SCOPED, SYNTAX_ERROR, BufferResult, fix_buffer, lint_buffer
 from .pipeline.workspace import Workspace
 from .registry import Registry, RegistryError, load_registry
 from .rule import Applicability, Finding, Rule, Severity
 from .server import FIX_ALL_KIND, SECTION
 
+KEPT_PARSES = 1024  # statements kept parsed by libcst for the next fix-all (~9 KB a line): a document is
+# fixed again after an edit, and only the statements the edit changed are parsed again
 SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
               Severity.INFO: types.DiagnosticSeverity.Information}
 # editor setting -> (Settings attribute, check); camelCase spellings are accepted too
@@ -101,6 +103,7 @@ class LintSession:
         self.results: Dict[str, BufferResult] = {}  # uri -> its last lint (reused by the next edit)
         self.complete: Dict[str, BufferResult] = {}  # uri -> its last lint of the whole file (deps)
         self.paths: Dict[str, str] = {}  # uri -> path
+        self._fixed: Dict[str, Tuple[BufferResult, Any]] = {}  # uri -> (the lint fixed, its fix.fixer.FileFix)
 
     # ----------------------------------------------------------------- settings
     def configure(self, raw: Any) -> List[str]:
@@ -115,6 +118,7 @@ class LintSession:
         self._stamps.clear()
         self.results.clear()  # (their linters and project indexes belong to the old workspace)
         self.complete.clear()
+        self._fixed.clear()
 
     def workspace(self) -> Workspace:
         if self._workspace is None:
@@ -202,6 +206,7 @@ class LintSession:
     def close(self, uri: str) -> None:
         """A closed document: its project summary comes from the file on disk again."""
         self.results.pop(uri, None)
+        self._fixed.pop(uri, None)
         self.complete.pop(uri, None)
         path = self.paths.pop(uri, None)
         if path is not None:
@@ -251,7 +256,10 @@ class LintSession:
             data={"fix": f.fix.applicability.value if f.fix else None},
         )
 
-    def code_actions(self, linted: Linted, params: types.CodeActionParams, codec: Any) -> List[types.CodeAction]:
+    def code_actions(self, linted: Linted, params: types.CodeActionParams, codec: Any,
+                     fix_all: bool) -> List[types.CodeAction]:
+        """The quick fixes of the findings on the lines asked about (unless the client asked only for other
+        kinds) and, with `fix_all`, the fix-all source action."""
         positions = Positions(linted.text, codec)
         wanted = [str(getattr(k, "value", k)) for k in params.context.only or ()]
         actions: List[types.CodeAction] = []
@@ -260,10 +268,10 @@ class LintSession:
             for f in linted.findings:
                 if _on_lines(f, first, last):
                     actions.extend(self.finding_actions(linted, f, positions))
-        if not wanted or any(FIX_ALL_KIND.startswith(k) for k in wanted):
-            fix_all = self.fix_all_action(linted, positions)
-            if fix_all is not None:
-                actions.append(fix_all)
+        if fix_all:
+            action = self.fix_all_action(linted, positions)
+            if action is not None:
+                actions.append(action)
         return actions
 
     def finding_actions(self, linted: Linted, f: Finding, positions: "Positions") -> Iterable[types.CodeAction]:
@@ -294,14 +302,24 @@ class LintSession:
         return positions.edit(TextEdit(f.line, 1, f.line, len(line) + 1, changed[0]))
 
     def fix_all_action(self, linted: Linted, positions: "Positions") -> Optional[types.CodeAction]:
-        from .fix.fixer import fix_text, is_applicable  # (libcst is imported only to fix: start-up)
+        """Every safe fix applied as `--fix` applies them, as one edit of the whole document; None when there
+        is nothing to apply or the document was linted again since (its tree and findings moved on)."""
+        from .fix.policy import is_applicable  # (no libcst there)
 
         result, settings = linted.result, linted.settings
-        if result is None or settings is None or linted.status in (SYNTAX_ERROR, TOO_LARGE):
+        if result is None or settings is None or linted.status != LINTED or self.results.get(linted.uri) is not result:
             return None
         if not any(is_applicable(f, settings) for f in linted.findings):
             return None
-        done = fix_text(linted.text, linted.path, linted.findings, result.linter, settings)
+        cached = self._fixed.get(linted.uri)
+        if cached is not None and cached[0] is result:
+            done = cached[1]
+        else:
+            from .fix import resolve  # (libcst)
+
+            resolve.RESOLVER_CACHE = max(resolve.RESOLVER_CACHE, KEPT_PARSES)
+            done = fix_buffer(result, linted.path)
+            self._fixed[linted.uri] = (result, done)
         if not done.applied or done.text == linted.text:
             return None
         end = positions.position(len(positions.lines), len(positions.lines[-1]) + 1)

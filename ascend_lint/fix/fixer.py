@@ -15,6 +15,7 @@ converge are dropped with a warning and the file is left as it was.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Set, Tuple
 
@@ -50,11 +51,16 @@ class _GiveUp(Exception):
 class _Rounds:
     """The state of fixing one text in rounds."""
 
-    def __init__(self, text: str, path: str, linter: Linter, settings: Settings) -> None:
+    def __init__(self, text: str, path: str, linter: Linter, settings: Settings,
+                 linted: Optional[Sequence[Finding]] = None, tree: Optional[ast.Module] = None) -> None:
         self.path, self.linter, self.settings = path, linter, settings
         self.current = text
-        self.tree: ast.Module = parse(text, path)
-        self.findings = self._lint(text, self.tree)
+        self.tree: ast.Module = tree if tree is not None else parse(text, path)
+        if linted is None:
+            self.findings = self._lint(text, self.tree)
+        else:  # (copies: the settings rewrite applicabilities in place)
+            self.findings = [dataclasses.replace(f) for f in linted]
+            apply_fix_settings(self.findings, settings)
         self.seen = {text}
         self.applied: List[Finding] = []
         self.dropped: Set[tuple] = set()
@@ -100,7 +106,7 @@ class _Rounds:
         if not attempt.applied:
             return
         tree = self._parsed(attempt)
-        if tree is not None:
+        if tree is not None and not attempt.reads_kept:  # (no read of a name went: no import became unused)
             tree = self._cleaned(attempt, tree)
         if tree is None:
             return
@@ -146,14 +152,17 @@ class _Rounds:
         return None
 
 
-def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, settings: Settings) -> FileFix:
+def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, settings: Settings,
+             linted: bool = False, tree: Optional[ast.Module] = None) -> FileFix:
     """Apply every applicable fix to `text` in rounds; see the module docstring. `findings` only decide
-    whether there is anything to do: the fixes applied are those `linter` finds in `text`."""
+    whether there is anything to do: the fixes applied are those `linter` finds in `text`. With `linted`,
+    `findings` are what `linter` found in `text` (parsed: `tree`) just now, the first round's (the language
+    server's lint of the document: only the caller can vouch for that)."""
     original = FileFix(text, findings=list(findings))
     if not any(is_applicable(f, settings) for f in findings):
         return original
     try:
-        rounds = _Rounds(text, path, linter, settings)
+        rounds = _Rounds(text, path, linter, settings, findings if linted else None, tree)
     except SourceError as exc:  # text-level findings (unused noqa) can come from a file that does not parse
         original.warnings = [f"not fixed: the file does not parse ({exc.reason})"]
         return original

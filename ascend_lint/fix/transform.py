@@ -34,7 +34,8 @@ class Transformer(cst.CSTTransformer):
         self.replace_line: Dict[int, List[Any]] = {}
         self.after: Dict[int, List[Any]] = {}
         self.body_end: Dict[int, List[Any]] = {}
-        self.ranges = resolver.ranges
+        self.ranges = resolver.parsed.ranges  # (in the chunk's lines: `offset` lines before it)
+        self.offset = resolver.offset
         self.edited = _edited_lines(ops)
         self.blank_before = False  # the line before the chunk is blank (set by the engine)
         removed: Dict[int, set] = {}
@@ -77,8 +78,8 @@ class Transformer(cst.CSTTransformer):
         rng = self.ranges.get(id(node))
         if rng is None:
             return True
-        edited = self.edited
-        first, last = min(rng[0][0], len(edited) - 1), min(rng[1][0], len(edited) - 1)
+        edited, offset = self.edited, self.offset
+        first, last = min(rng[0][0] + offset, len(edited) - 1), min(rng[1][0] + offset, len(edited) - 1)
         return edited[last] - (edited[first - 1] if first > 0 else 0) > 0
 
     def on_leave(self, original: Any, updated: Any) -> Any:

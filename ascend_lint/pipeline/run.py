@@ -261,6 +261,20 @@ def _lint_scopes(linter: Linter, path: str, parsed: Parsed, change: Change, prev
     return BufferResult(findings, linter, previous.deps, previous.index, SCOPED, parsed.text, parsed)
 
 
+def fix_buffer(result: BufferResult, path: str) -> Any:
+    """The safe fixes of the buffer of `path` linted whole (LINTED), applied as `--fix` applies them (a
+    fix.fixer.FileFix; its text is the buffer's when nothing applies): an editor's "fix all". The buffer's
+    tree and findings are the first round's."""
+    from ..fix.fixer import FileFix, fix_text  # (libcst is imported only when fixes are asked for)
+
+    if result.status != LINTED:
+        return FileFix(result.text)
+    parsed = result.parsed  # (None once a later edit moved its statements)
+    tree = parsed.tree if parsed is not None and parsed.text == result.text else None
+    return fix_text(result.text, path, result.findings, result.linter, result.linter.settings, linted=True,
+                    tree=tree)
+
+
 def lint_stdin(workspace: Workspace, raw: bytes, path: Optional[str]) -> Tuple[FileResult, Linter]:
     """Stdin's bytes: with `--stdin-filename` (`path`), linted as that file of its project (its configuration,
     the other files' facts); else on their own with the run's settings. The result and the Linter used."""
@@ -279,4 +293,4 @@ def lint_stdin(workspace: Workspace, raw: bytes, path: Optional[str]) -> Tuple[F
 
 
 __all__ = ["BufferResult", "FixRequest", "Found", "Project", "Request", "RunResult", "find_files",
-           "fix_files", "index_project", "lint_buffer", "lint_project", "lint_run", "lint_stdin", "settle"]
+           "fix_buffer", "fix_files", "index_project", "lint_buffer", "lint_project", "lint_run", "lint_stdin", "settle"]
