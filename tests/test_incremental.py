@@ -156,3 +156,41 @@ def test_a_stopped_lint_raises_and_the_next_one_starts_afresh(workspace, tmp_pat
         lint_buffer(workspace, path, moved, previous=first, stop=lambda: True)
     again = lint_buffer(workspace, path, moved, previous=first)  # (the stopped lint used up its parse)
     assert _keys(again.findings) == _keys(lint_buffer(workspace, path, moved).findings)
+
+
+@pytest.mark.parametrize("preview", [False, True])
+def test_an_editors_fix_all_is_what_fix_writes(tmp_path, preview, monkeypatch):
+    """fix_buffer (the document's lint as the first round; the rewritten statements alone parsed and linted
+    again) gives the text fix_text gives from scratch (parse, lint, parse and lint each round's output), and
+    its spliced trees are ast.parse's."""
+    from ascend_lint.fix import fixer
+    from ascend_lint.pipeline.run import fix_buffer
+
+    spliced = fixer._Rounds._spliced
+    checked = []
+
+    def checking(self, attempt):
+        tree = spliced(self, attempt)
+        if tree is not None:
+            assert ast.dump(tree, include_attributes=True) == ast.dump(ast.parse(attempt.text), include_attributes=True)
+            checked.append(attempt)
+        return tree
+
+    monkeypatch.setattr(fixer._Rounds, "_spliced", checking)
+
+    (tmp_path / "pyproject.toml").write_text(f"[tool.ascend-lint]\npreview = {str(preview).lower()}\n"
+                                             'target = "npu"\nunsafe-fixes = true\n')
+    workspace = Workspace(ConfigResolver(load_settings(None, False, str(tmp_path))), load_registry(),
+                          [str(tmp_path)], cache=False)
+    sources = [bench_lsp.training_module(300)] + [Path(p).read_text() for p in sorted(
+        glob.glob(os.path.join(HERE, "..", "examples", "*.py")))]
+    fixed = 0
+    for n, text in enumerate(sources):
+        path = str(tmp_path / f"m{n}.py")
+        result = lint_buffer(workspace, path, text)
+        linter = result.linter
+        editor = fix_buffer(result, path)
+        alone = fixer.fix_text(text, path, result.findings, linter, linter.settings)
+        assert editor.text == alone.text and len(editor.applied) == len(alone.applied), path
+        fixed += len(editor.applied)
+    assert fixed > 10 and checked

@@ -36,6 +36,9 @@ class Attempt:
     applied: List[Finding]
     failed: List[Tuple[Finding, str]]
     reads_kept: bool = False  # every edit kept every name the code it replaced read: no import became unused
+    # [first, last] lines of the rewritten chunks, when each kept its number of lines and nothing else
+    # changed (no import added, no text edit): the lines of every other statement are as they were
+    rewritten: Optional[List[Tuple[int, int]]] = None
 
 
 class CannotFix(Exception):
@@ -276,17 +279,24 @@ class FilePass:
             return Attempt(self.text, [], failed)
         new_chunks: Dict[int, str] = {}
         reads_kept = True
+        rewritten: Optional[List[Tuple[int, int]]] = []
         for chunk in self.chunks.values():
             if chunk.ops:
                 rendered = self._in_place(chunk)
                 reads_kept = reads_kept and rendered is not None and rendered[1]
                 new_chunks[chunk.first] = rendered[0] if rendered is not None else self._render(chunk)
+                if rewritten is not None and rendered is None and \
+                        len(split_lines(new_chunks[chunk.first])) != chunk.last - chunk.first + 1:
+                    rewritten = None
+                elif rewritten is not None:
+                    rewritten.append((chunk.first, chunk.last))
         statements = [import_statement(m, [m] if named else []) for m, named in sorted(imports.items())]
         if statements:
             statements = [""] * self.blanks_before + statements + [""] * self.blanks_after
+            rewritten = None
         text = _assemble(self.lines, {c.first: c.last for c in self.chunks.values()}, new_chunks, self.after,
                          statements)
-        return Attempt(text, applied, failed, reads_kept)
+        return Attempt(text, applied, failed, reads_kept, sorted(rewritten) if rewritten is not None else None)
 
     def _in_place(self, chunk: _Chunk) -> Optional[Tuple[str, bool]]:
         """(the chunk's code, every edit kept the names it read) with its ops rendered where they stand: the
@@ -358,6 +368,8 @@ def apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Module
         tree = parse(text, "<fix>")
     attempt = FilePass(text, tree, findings).apply(findings)
     attempt.applied[:0] = text_applied
+    if text_applied:
+        attempt.rewritten = None
     return attempt
 
 

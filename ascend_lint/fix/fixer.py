@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Set, Tuple
 
 from ..config import Settings
-from ..engine.linter import Linter, parse
-from ..fileio import SourceError
+from ..engine.linter import Linter, decides_per_file, parse
+from ..fileio import SourceError, split_lines
 from ..rule import Finding
 from .engine import CHUNK_GAP, Attempt, CannotFix, apply_once
 from .unused import clean_unused_imports
@@ -56,6 +56,7 @@ class _Rounds:
         self.path, self.linter, self.settings = path, linter, settings
         self.current = text
         self.tree: ast.Module = tree if tree is not None else parse(text, path)
+        self.scoped = linted is not None  # (the rewritten statements alone are parsed and linted again)
         if linted is None:
             self.findings = self._lint(text, self.tree)
         else:  # (copies: the settings rewrite applicabilities in place)
@@ -105,7 +106,8 @@ class _Rounds:
             self.drop(finding, reason)
         if not attempt.applied:
             return
-        tree = self._parsed(attempt)
+        spliced = self._spliced(attempt) if self.scoped and attempt.reads_kept else None
+        tree = spliced if spliced is not None else self._parsed(attempt)
         if tree is not None and not attempt.reads_kept:  # (no read of a name went: no import became unused)
             tree = self._cleaned(attempt, tree)
         if tree is None:
@@ -114,9 +116,52 @@ class _Rounds:
             raise _GiveUp(f"fixes {codes(self.applied + attempt.applied)} are not idempotent (they undo each "
                           "other); file left as it was")
         self.seen.add(attempt.text)
-        self.findings = self._lint(attempt.text, tree)
+        if spliced is not None:
+            self.findings = self._lint_rewritten(attempt.text, tree, attempt.rewritten or [])
+        else:
+            self.findings = self._lint(attempt.text, tree)
         self.applied.extend(attempt.applied)
         self.current, self.tree = attempt.text, tree
+
+    def _spliced(self, attempt: Attempt) -> Optional[ast.Module]:
+        """The tree of the pass's output: the rewritten chunks parsed (in one parse, every other line blank,
+        so that they keep their lines), every other top-level statement the previous tree's; None when that
+        cannot be (the output is parsed whole then)."""
+        if attempt.rewritten is None:
+            return None
+        lines = split_lines(attempt.text, keepends=True)
+        masked = ["\n"] * len(lines)
+        for first, last in attempt.rewritten:
+            masked[first - 1:last] = lines[first - 1:last]
+        try:
+            fresh = iter(ast.parse("".join(masked)).body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        body: List[ast.stmt] = []
+        for statement in self.tree.body:
+            line = statement.lineno
+            if not any(first <= line <= last for first, last in attempt.rewritten):
+                body.append(statement)
+        body += list(fresh)
+        body.sort(key=lambda stmt: stmt.lineno)
+        return ast.Module(body=body, type_ignores=[])
+
+    def _lint_rewritten(self, text: str, tree: ast.Module, rewritten: Sequence[Tuple[int, int]]) -> List[Finding]:
+        """The findings of the output when only the `rewritten` lines changed: the rules that decide per file
+        lint it whole, the others only those lines (elsewhere their findings are the previous text's)."""
+        try:
+            found = self.linter.analyse(text, self.path, tree, within=rewritten).findings
+        except SourceError as exc:
+            raise _GiveUp(f"fixed source cannot be linted ({exc.reason}); file left as it was") from None
+        apply_fix_settings(found, self.settings)
+        whole = {r.code for r in self.linter.rules_for(self.path) if decides_per_file(r)}
+
+        def inside(line: int) -> bool:
+            return any(first <= line <= last for first, last in rewritten)
+        kept = [f for f in self.findings if f.code not in whole and not inside(f.line)]
+        out = kept + [f for f in found if f.code in whole or inside(f.line)]
+        out.sort(key=Finding.sort_key)
+        return out
 
     def _parsed(self, attempt: Attempt) -> Optional[ast.Module]:
         """The tree of the pass's output; None when it does not parse (the culprits are dropped)."""
