@@ -183,7 +183,7 @@ class Linting:
             if linted.status == "too-large":
                 self.server.window_log_message(types.LogMessageParams(
                     type=types.MessageType.Warning, message=f"ascend-lint: {linted.findings[0].message}: {uri}"))
-            if not linted.complete:
+            if not linted.complete and not self.due.get(uri):
                 self.confirm_later(uri)
             self.wake(uri, linted)
         for other in dependents:
@@ -196,7 +196,8 @@ class Linting:
 
     def confirm(self, uri: str) -> None:
         self.timers.pop(uri, None)
-        if self.server.open_document(uri) is not None:
+        document, linted = self.server.open_document(uri), self.linted.get(uri)
+        if document is not None and not (linted is not None and linted.complete and linted.version == document.version):
             self.want(uri)
 
     def cancel_timer(self, uri: str) -> None:

@@ -306,8 +306,10 @@ class LintSession:
         is nothing to apply or the document was linted again since (its tree and findings moved on)."""
         from .fix.policy import is_applicable  # (no libcst there)
 
-        result, settings = linted.result, linted.settings
-        if result is None or settings is None or linted.status != LINTED or self.results.get(linted.uri) is not result:
+        result, settings, latest = linted.result, linted.settings, self.results.get(linted.uri)
+        if latest is not result and latest is not None and latest.status == LINTED and latest.text == linted.text:
+            result = latest  # (linted again since, the same text: its tree is the one still current)
+        if result is None or settings is None or linted.status != LINTED or latest is not result:
             return None
         if not any(is_applicable(f, settings) for f in linted.findings):
             return None
