@@ -160,7 +160,8 @@ async def stop(client: Client) -> int:
     return await client._server.wait()
 
 
-def change(uri: str, version: int, line: int, text: str, end_line: Optional[int] = None) -> types.DidChangeTextDocumentParams:
+def change(uri: str, version: int, line: int, text: str,
+           end_line: Optional[int] = None) -> types.DidChangeTextDocumentParams:
     """Replace lines line..end_line (0-based, end exclusive; default: insert before `line`) with `text`."""
     end = line if end_line is None else end_line
     rng = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=end, character=0))
@@ -274,7 +275,8 @@ def ms(values: Sequence[float]) -> str:
     if not values:
         return "-"
     p90 = values[min(len(values) - 1, int(round(0.9 * (len(values) - 1))))]
-    return f"median {statistics.median(values) * 1000:.0f} ms, p90 {p90 * 1000:.0f}, max {values[-1] * 1000:.0f} (n={len(values)})"
+    return (f"median {statistics.median(values) * 1000:.0f} ms, p90 {p90 * 1000:.0f}, "
+            f"max {values[-1] * 1000:.0f} (n={len(values)})")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

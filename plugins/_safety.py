@@ -61,7 +61,6 @@ class Ancestry:
             chain.append(parents[id(chain[-1])])
         return chain[::-1]
 
-
     def _tops(self, line: int) -> List[ast.AST]:
         """The top-level statements whose lines hold `line` (several when they share it)."""
         if self._starts is None:

@@ -305,26 +305,16 @@ class FilePass:
         bracket open (nothing to realign). None: the chunk is for the transformer."""
         from .layout import leaves_open
         from .preview import _reads_kept
-        from .transform import replaced_expression, set_keyword
+        from .transform import local_edits
 
-        new_nodes: Dict[int, Any] = {}
-        ops: Dict[int, Any] = {}
-        for op in chunk.ops:
-            if op.kind not in ("expr", "kw") or (op.kind == "expr" and id(op.node) in new_nodes) or not op.anchor:
-                return None
-            node = new_nodes.get(id(op.node), op.node)
-            new_nodes[id(op.node)] = replaced_expression(node, op.payload) if op.kind == "expr" \
-                else set_keyword(node, *op.payload)
-            ops[id(op.node)] = op
-        anchors = sorted(ops[key].anchor for key in new_nodes)
-        if any(a[1] > b[0] for a, b in zip(anchors, anchors[1:])):
+        edited = local_edits(chunk.ops)
+        if edited is None:
             return None
         module = chunk.resolver.module
         lines = self.lines[chunk.first - 1:chunk.last]
         changes = []
         kept = True
-        for key, new in new_nodes.items():
-            op = ops[key]
+        for op, new in edited.values():
             (line, start), (end_line, end) = op.anchor
             old, code = module.code_for_node(op.node), module.code_for_node(new)
             text = lines[line - chunk.first]

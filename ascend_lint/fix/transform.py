@@ -5,7 +5,7 @@ Imported only when a fix is applied (libcst is slow to import)."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .resolve import ATOMS, Op, Resolver, cst  # (libcst, imported there without its warnings)
 
@@ -225,3 +225,20 @@ def set_keyword(call: Any, name: str, value: Any) -> Any:
                                      whitespace_after_arg=cst.SimpleWhitespace(""))
         new = new.with_changes(whitespace_after_arg=tail)
     return call.with_changes(args=args + [new])
+
+
+def local_edits(ops: Sequence[Op]) -> Optional[Dict[int, Tuple[Op, Any]]]:
+    """id(node) -> (an op on it, the node with all its ops applied), for ops that each replace an expression
+    or set a keyword of a call, none inside another (so each node's code can be printed where it stands);
+    None otherwise (the transformer's job)."""
+    edited: Dict[int, Tuple[Op, Any]] = {}
+    for op in ops:
+        if op.kind not in ("expr", "kw") or (op.kind == "expr" and id(op.node) in edited) or not op.anchor:
+            return None
+        node = edited[id(op.node)][1] if id(op.node) in edited else op.node
+        edited[id(op.node)] = (op, replaced_expression(node, op.payload) if op.kind == "expr"
+                               else set_keyword(node, *op.payload))
+    anchors = sorted(op.anchor for op, _ in edited.values())  # type: ignore[type-var]
+    if any(a[1] > b[0] for a, b in zip(anchors, anchors[1:])):  # nested or overlapping
+        return None
+    return edited

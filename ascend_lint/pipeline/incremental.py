@@ -15,7 +15,7 @@ import ast
 import dataclasses
 import difflib
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from ..engine.linter import parse
 from ..fileio import split_lines
@@ -162,8 +162,11 @@ def _header(node: ast.stmt) -> str:
         parts: list = [node.name, node.bases, node.keywords, node.decorator_list, methods]
     else:
         parts = [node.name, node.args, node.returns, node.decorator_list]  # type: ignore[attr-defined]
-    return repr([ast.dump(p) if isinstance(p, ast.AST) else [ast.dump(x) if isinstance(x, ast.AST) else x for x in p]
-                  if isinstance(p, list) else p for p in parts])
+    return repr([[_dumped(x) for x in p] if isinstance(p, list) else _dumped(p) for p in parts])
+
+
+def _dumped(part: object) -> object:
+    return ast.dump(part) if isinstance(part, ast.AST) else part
 
 
 def _file_directive(lines: Sequence[str]) -> bool:

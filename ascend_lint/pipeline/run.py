@@ -293,4 +293,5 @@ def lint_stdin(workspace: Workspace, raw: bytes, path: Optional[str]) -> Tuple[F
 
 
 __all__ = ["BufferResult", "FixRequest", "Found", "Project", "Request", "RunResult", "find_files",
-           "fix_buffer", "fix_files", "index_project", "lint_buffer", "lint_project", "lint_run", "lint_stdin", "settle"]
+           "fix_buffer", "fix_files", "index_project", "lint_buffer", "lint_project", "lint_run", "lint_stdin",
+           "settle"]
