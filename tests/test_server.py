@@ -383,6 +383,8 @@ async def test_every_request_is_answered(tmp_path: Path):
     with pytest.raises(JsonRpcInvalidParams):  # (a hover without its position, sent as raw JSON)
         await raw_request(client, types.TEXT_DOCUMENT_HOVER, {"textDocument": {"uri": "file:///x.py"}})
     nowhere = types.TextDocumentIdentifier(uri=(tmp_path / "never_opened.py").as_uri())
+    client.protocol._send_data({"jsonrpc": "2.0", "method": types.TEXT_DOCUMENT_DID_OPEN, "params": {}})  # (bad)
+    client.text_document_did_change(edit(nowhere.uri, 2, 0, "x = (\n", 0))  # a document never opened
     assert not await client.text_document_code_action_async(types.CodeActionParams(
         text_document=nowhere, range=types.Range(start=types.Position(line=0, character=0),
                                                  end=types.Position(line=0, character=0)),
@@ -425,3 +427,13 @@ def test_the_server_knows_the_configuration_file_names_without_loading_them():
     from ascend_lint.server import CONFIG_FILES
 
     assert set(CONFIG_FILES) == set(CONFIG_NAMES)
+
+
+def test_the_server_module_loads_no_engine():
+    """`initialize` is answered before the engine and the rule packs load (they load on the lint thread)."""
+    import subprocess
+
+    script = ("import sys\nbefore = set(sys.modules)\nimport ascend_lint.server\n"
+              "print(sorted(m for m in set(sys.modules) - before if m.startswith(('ascend_lint.', 'plugins', 'libcst'))))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "['ascend_lint.server']", proc.stderr
