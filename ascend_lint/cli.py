@@ -128,6 +128,8 @@ def entry() -> None:
     if run_exit_handlers is not None:
         run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None or stream.closed:  # (the language server closes stdout when told to exit)
+            continue
         try:
             stream.flush()
         except (BrokenPipeError, OSError, ValueError):  # (a closed pipe: nothing more to say)

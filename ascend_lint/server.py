@@ -5,265 +5,80 @@ fix, unsafe ones labelled), a "suppress with `# noqa: CODE`" action and a fix-al
 hover shows the rule's documentation. Settings come from the configuration files (the closest one to
 each file, with what it extends, as `check` resolves it) overridden by the editor's `ascend-lint` settings.
 
-The engine is the CLI's: `LintSession.lint` is the one place a document is linted, and fixes are the
-fixer's, turned into text edits by `edits.fix_edits`. Each document is linted with its project's model
-(`workspace.Workspace`: one ProjectIndex per project root, opened on first use and kept in memory). An
-edited document's summary is refreshed from the buffer, and the other open documents whose recorded
-project questions (deps) now get other answers are linted again; changes are debounced.
+Keeping up (docs/editors.md): the event loop only reads messages, answers and publishes; every lint and
+fix runs on one lint thread (`Linting`), through the run pipeline (`server_session.LintSession`). A change
+is linted as soon as the thread is free, reusing the previous parse and, when the edit stays inside
+function bodies, linting only those scopes; the whole file (and the other open documents whose project
+answers it changes) is linted again once the edits pause for CONFIRM_SECONDS. A result for a version that
+is no longer the document's is dropped, never published. Every request gets an answer: invalid params an
+InvalidParams error, a request after `shutdown` an InvalidRequest error. The engine is imported on the lint
+thread after `initialize` is answered.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Type
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, Optional, Tuple
+from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from . import __version__
-from .config import CONFIG_NAMES, TARGETS, ConfigError, ConfigResolver, Settings, load_settings
-from .core_rules import PARSE_ERROR_CODE, UNUSED_NOQA_CODE
-from .pipeline.discovery import Excluder
-from .docs import rule_markdown, rule_url
-from .fix.edits import TextEdit, fix_edits
-from .engine.linter import Linter
-from .fileio import SourceError, read_source, split_lines
-from .engine.noqa import NOQA_RE, add_noqa_to_lines
-from .pipeline.root import is_marked
-from .analysis.view import replay
-from .registry import Registry, RegistryError, load_registry
-from .rule import Applicability, Finding, Rule, Severity
-from .pipeline.run import BufferResult, lint_buffer
-from .pipeline.workspace import Workspace
 
 SECTION = "ascend-lint"
-DEBOUNCE_SECONDS = 0.25  # a burst of changes is linted once, this long after the last
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.ascend-lint"
-SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
-              Severity.INFO: types.DiagnosticSeverity.Information}
-# editor setting -> (Settings attribute, check); camelCase spellings are accepted too
-EDITOR_KEYS = {
-    "select": ("select", "codes"), "ignore": ("ignore", "codes"), "extend-select": ("extend_select", "codes"),
-    "preview": ("preview", "bool"), "target": ("target", "target"), "ignore-noqa": ("ignore_noqa", "bool"),
-    "unsafe-fixes": ("unsafe_fixes", "bool"), "config": ("config", "path"),
-}
+CONFIG_FILES = ("pyproject.toml", ".ascend-lint.yaml", ".ascend-lint.yml")  # (config.CONFIG_NAMES, unloaded)
+CONFIRM_SECONDS = 0.3  # edits paused this long: the whole file is linted again (and its dependents)
 log = logging.getLogger(__name__)
 
 
-# ----------------------------------------------------------------------------- the engine side
-def editor_settings(raw: Any) -> Tuple[Dict[str, Any], List[str]]:
-    """Validated editor settings (kebab-case keys) and a warning per value that was ignored."""
-    if isinstance(raw, dict) and SECTION in raw and isinstance(raw[SECTION], dict):
-        raw = raw[SECTION]
-    if not isinstance(raw, dict):
-        return {}, [] if raw is None else [f"settings must be an object, got {type(raw).__name__}"]
-    out: Dict[str, Any] = {}
-    problems = []
-    for key, value in raw.items():
-        name = "".join("-" + c.lower() if c.isupper() else c for c in str(key))  # extendSelect -> extend-select
-        if name not in EDITOR_KEYS:
-            problems.append(f"unknown setting {key!r}")
-            continue
-        kind = EDITOR_KEYS[name][1]
-        ok = {"codes": isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value),
-              "bool": isinstance(value, bool), "target": value in TARGETS,
-              "path": isinstance(value, str)}[kind]
-        if value is None or (kind == "path" and not value):
-            continue
-        if not ok:
-            problems.append(f"setting {key!r} has a wrong value {value!r}")
-            continue
-        out[name] = value
-    return out, problems
+class Protocol(LanguageServerProtocol):
+    """pygls' protocol, answering every request: one whose params do not deserialize gets an InvalidParams
+    error (pygls logs it and never answers), one after `shutdown` an InvalidRequest error."""
 
-
-Linted = BufferResult  # one lint of a document (the pipeline's one-file result)
-
-
-@dataclass
-class LintSession:
-    """The workspace (settings per configuration, linters, project models) and the one entry point that
-    lints a document."""
-
-    registry: Registry = field(default_factory=load_registry)
-    editor: Dict[str, Any] = field(default_factory=dict)
-    root: str = field(default_factory=os.getcwd)
-    _workspace: Optional[Workspace] = None
-    _excluders: Dict[int, Excluder] = field(default_factory=dict)
-    _stamps: Dict[str, float] = field(default_factory=dict)  # configuration file -> mtime when read
-
-    def configure(self, raw: Any) -> List[str]:
-        self.editor, problems = editor_settings(raw)
-        self.forget_linters()
-        return problems
-
-    def forget_linters(self) -> None:
-        """Read the configuration files again (and reopen the project models) on the next lint."""
-        self._workspace = None
-        self._excluders.clear()
-        self._stamps.clear()
-
-    def workspace(self) -> Workspace:
-        if self._workspace is None:
-            config = self.editor.get("config")
-            if config and not os.path.isabs(config):
-                config = os.path.join(self.root, config)
-            attrs = {EDITOR_KEYS[k][0]: v for k, v in self.editor.items() if k != "config"}
-
-            def editor_options(settings: Settings) -> Settings:
-                return settings.override(**attrs)
-
-            run = editor_options(load_settings(config, False, self.root))
-            resolver = ConfigResolver(run, editor_options, hierarchical=not config)
-            self._workspace = Workspace(resolver, self.registry, [self.root])
-        return self._workspace
-
-    def settings_for(self, path: str) -> Settings:
-        """The configuration closest to the file (or the editor's `config`), then the editor's settings."""
-        settings = self.workspace().resolver.for_path(path)
-        if self._stale(settings):
-            self.forget_linters()
-            settings = self.workspace().resolver.for_path(path)
-        return settings
-
-    def _stale(self, settings: Settings) -> bool:
-        """Has a configuration file these settings were read from changed on disk since?"""
-        for config in ((settings.config_path,) if settings.config_path else ()) + settings.extends:
-            try:
-                stamp = os.stat(config).st_mtime_ns
-            except OSError:
-                stamp = -1
-            if self._stamps.setdefault(config, stamp) != stamp:
-                return True
-        return False
-
-    def linter_for(self, path: str) -> Tuple[Linter, Excluder]:
-        settings = self.settings_for(path)
-        excluder = self._excluders.get(id(settings))
-        if excluder is None:
-            excluder = self._excluders[id(settings)] = Excluder(settings)
-        return self.workspace().linter(settings), excluder
-
-    def lint(self, path: str, text: str) -> Linted:
-        """Findings for the editor's text of `path`, with its project's facts; the buffer replaces the
-        file's summary in the project model."""
-        linter, excluder = self.linter_for(path)
-        if os.path.isabs(path) and excluder.excluded(path, False):
-            return Linted([], linter)
-        return lint_buffer(self.workspace(), path, text, in_project=self.in_a_project(path, linter.settings))
-
-    def in_a_project(self, path: str, settings: Settings) -> bool:
-        """A file outside the workspace that no configuration or marker places in a project is linted on
-        its own (its directory could be a home directory: it is not indexed)."""
-        if not os.path.isabs(path):
-            return False
-        root = self.workspace().root_for(path, settings)
-        inside = path.startswith(os.path.abspath(self.root).rstrip(os.sep) + os.sep)
-        return inside or bool(settings.root_config) or is_marked(root)
-
-    def still_valid(self, linted: Linted) -> bool:
-        """Do the project questions of an earlier lint still get the same answers?"""
-        index = linted.index
-        return index is None or replay(index.model(), linted.deps, index.summary_of)
-
-    def restore(self, path: str) -> None:
-        """A closed document: its project summary comes from the file on disk again."""
-        workspace = self._workspace
-        if workspace is None or not os.path.isabs(path):
-            return
-        index = workspace.indexes.get(workspace.root_for(path))
-        if index is None:
-            return
+    def structure_message(self, data: Dict[str, Any]) -> Any:
         try:
-            text = read_source(path).text
-        except SourceError:
-            text = ""
-        index.refresh(path, text)
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "method" in data and data.get("id") is not None:
+                self._send_response(data["id"], error=exc.to_response_error())
+                return _ANSWERED
+            raise
 
-    def rule(self, code: str) -> Optional[Type[Rule]]:
-        return self.registry.rules.get(code.upper())
-
-
-# ----------------------------------------------------------------------------- positions
-class Positions:
-    """1-based character positions of the engine <-> LSP positions in the client's code units."""
-
-    def __init__(self, text: str, codec: Any) -> None:
-        self.lines = split_lines(text)  # the tokenizer's newlines, as the engine counts lines
-        self.codec = codec
-
-    def position(self, line: int, col: int) -> types.Position:
-        if line > len(self.lines):
-            return types.Position(line=len(self.lines), character=0)
-        text = self.lines[line - 1]
-        return types.Position(line=line - 1, character=self.codec.client_num_units(text[: max(col - 1, 0)]))
-
-    def range(self, line: int, col: int, end_line: int, end_col: int) -> types.Range:
-        return types.Range(start=self.position(line, col), end=self.position(end_line, end_col))
-
-    def finding_range(self, f: Finding) -> types.Range:
-        end_line, end_col = f.end_line, f.end_col
-        if (end_line, end_col) <= (f.line, f.col) and 0 < f.line <= len(self.lines):  # point: the rest of the line
-            end_line, end_col = f.line, len(self.lines[f.line - 1]) + 1
-        return self.range(f.line, f.col, end_line, end_col)
-
-    def character(self, position: types.Position) -> Tuple[int, int]:
-        """(1-based line, 1-based character column) of an LSP position."""
-        if position.line >= len(self.lines):
-            return len(self.lines) + 1, 1
-        text, units, col = self.lines[position.line], 0, 0
-        while col < len(text) and units < position.character:
-            units += self.codec.client_num_units(text[col])
-            col += 1
-        return position.line + 1, col + 1
-
-    def edit(self, edit: TextEdit) -> types.TextEdit:
-        return types.TextEdit(range=self.range(edit.line, edit.col, edit.end_line, edit.end_col),
-                              new_text=edit.content)
+    def handle_message(self, message: Any) -> None:
+        if message is _ANSWERED:
+            return
+        if self._shutdown and getattr(message, "method", types.EXIT) != types.EXIT and \
+                getattr(message, "id", None) is not None:
+            error = JsonRpcInvalidRequest(f"the server is shutting down: {message.method} not answered")
+            self._send_response(message.id, error=error.to_response_error())
+            return
+        super().handle_message(message)
 
 
-def _contains(f: Finding, line: int, col: int) -> bool:
-    return (f.line, f.col) <= (line, col) <= (f.end_line, max(f.end_col, f.col + 1))
-
-
-def _on_lines(f: Finding, first: int, last: int) -> bool:
-    """Does the finding touch lines first..last (the editor asks for actions at the cursor's line)?"""
-    return f.line <= last and first <= f.end_line
-
-
-# ----------------------------------------------------------------------------- the server
-@dataclass
-class DocumentState:
-    version: Optional[int]
-    text: str
-    path: str
-    findings: List[Finding]
-    linter: Linter
-    linted: Optional[Linted] = None
+_ANSWERED = object()  # a request already answered with an error while it was read
 
 
 class AscendLintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("ascend-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
-        self.session: Optional[LintSession] = None
-        self.documents: Dict[str, DocumentState] = {}  # the open documents, as last linted
-        self.waiting: Dict[str, None] = {}  # opened while the editor's settings were being asked for
-        self.configuring = False
+        super().__init__("ascend-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=Protocol)
+        self.linting = Linting(self)
         self.shown_errors: set = set()
-        self.pending: Dict[str, asyncio.TimerHandle] = {}  # uri -> its debounced lint
 
-    # -------------------------------------------------------------- helpers
-    def ensure_session(self) -> LintSession:
-        if self.session is None:
-            self.session = LintSession()
-        return self.session
+    def open_document(self, uri: str) -> Any:
+        """The open document at `uri` (None: not open)."""
+        return self.workspace.text_documents.get(unquote(uri))
 
     def path_of(self, uri: str) -> str:
         path = to_fs_path(uri) if uri.startswith("file:") else None
-        return path or os.path.join(self.ensure_session().root, "untitled.py")
+        return path or os.path.join(self.linting.root, "untitled.py")
 
     def tell(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Show a message once per session (bad settings, bad configuration), and log it."""
@@ -272,290 +87,345 @@ class AscendLintServer(LanguageServer):
             self.shown_errors.add(message)
             self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
-    def lint_document(self, uri: str, dependents: bool = True) -> None:
-        """Lint an open document now and publish its diagnostics; with `dependents`, then the other open
-        documents whose project answers its new text changed."""
-        self.cancel(uri)
-        if self.configuring:  # lint with the editor's settings, once they are known
-            self.waiting[uri] = None
-            return
-        document = self.workspace.get_text_document(uri)
-        path = self.path_of(uri)
-        session = self.ensure_session()
-        try:
-            linted = session.lint(path, document.source)
-        except (ConfigError, RegistryError) as exc:
-            self.tell(f"ascend-lint: {exc}", types.MessageType.Error)
-            self.documents.pop(uri, None)
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-            return
-        self.documents[uri] = DocumentState(document.version, document.source, path, linted.findings,
-                                            linted.linter, linted)
-        self.publish(uri, document)
-        if dependents:
-            self.relint_dependents(uri)
-
-    def publish(self, uri: str, document: Any) -> None:
-        state = self.documents[uri]
-        positions = Positions(state.text, document.position_codec)
-        diagnostics = [self.diagnostic(f, positions) for f in state.findings]
+    def publish(self, uri: str, diagnostics: List[Any], version: Optional[int] = None) -> None:
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=state.version))
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
 
-    def relint_dependents(self, changed: Optional[str] = None) -> None:
-        """Lint again the open documents (but `changed`) whose recorded project questions now get other
-        answers: the project model changed under them. Nothing else is linted."""
-        session = self.ensure_session()
-        for uri, state in list(self.documents.items()):
-            if uri == changed or state.linted is None or state.linted.index is None:
+
+class Linting:
+    """The lint thread and what is due on it: each open document's next lint (whole file or edited scopes
+    only), one at a time, the newest text first taken when the thread is free; code actions, settings and
+    closes queue on the same thread, so the engine's state is only ever touched there."""
+
+    def __init__(self, server: AscendLintServer) -> None:
+        self.server = server
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ascend-lint")
+        self.root = os.getcwd()
+        self.options: Any = None  # the editor's settings from `initialize`, applied when the session starts
+        self.session: Any = None  # server_session.LintSession, made on the lint thread
+        self.due: Dict[str, bool] = {}  # uri -> lint the whole file (else the edited scopes may do)
+        self.running: Optional[str] = None
+        self.configuring = False  # asking the client for its settings: lints wait for them
+        self.timers: Dict[str, asyncio.TimerHandle] = {}
+        self.linted: Dict[str, Any] = {}  # uri -> its published server_session.Linted
+        self.waiters: Dict[str, List[Tuple[asyncio.Future, bool]]] = {}  # uri -> (waiter, wants a whole lint)
+
+    # -------------------------------------------------------------- the lint thread
+    def run(self, function: Callable[..., Any], *args: Any) -> "asyncio.Future[Any]":
+        """Run `function(session, *args)` on the lint thread."""
+        return asyncio.get_running_loop().run_in_executor(self.executor, self._call, function, args)
+
+    def _call(self, function: Callable[..., Any], args: Tuple[Any, ...]) -> Any:
+        return function(self.start(), *args)
+
+    def start(self) -> Any:
+        """The session (on the lint thread): the engine is imported and the editor's settings applied."""
+        if self.session is None:
+            from .server_session import LintSession
+
+            session = LintSession(self.root)
+            session.problems = session.configure(self.options)
+            self.session = session
+        return self.session
+
+    # -------------------------------------------------------------- lints
+    def want(self, uri: str, whole: bool = True) -> None:
+        """Lint the document when the thread is free (`whole`: the whole file, not only edited scopes)."""
+        self.due[uri] = self.due.get(uri, False) or whole
+        self.kick()
+
+    def edited(self, uri: str) -> None:
+        self.cancel_timer(uri)
+        self.want(uri, whole=False)
+
+    def kick(self) -> None:
+        while self.running is None and self.due and not self.configuring:
+            uri = next(iter(self.due))
+            whole = self.due.pop(uri)
+            document = self.server.open_document(uri)
+            if document is None:
                 continue
-            if not session.still_valid(state.linted):
-                self.lint_document(uri, dependents=False)
+            self.running = uri
+            version, text = document.version, document.source
+            future = self.run(_lint, uri, self.server.path_of(uri), text, version, document.position_codec, whole,
+                              self.newer_than(uri, version))
+            future.add_done_callback(lambda done, uri=uri, version=version: self.linted_one(uri, version, done))
 
-    def schedule(self, uri: str) -> None:
-        """Lint a document once the edits stop for DEBOUNCE_SECONDS (each change restarts the wait)."""
-        self.cancel(uri)
-        loop = asyncio.get_event_loop()
-        self.pending[uri] = loop.call_later(DEBOUNCE_SECONDS, self.fire, uri)
+    def newer_than(self, uri: str, version: Optional[int]) -> Callable[[], bool]:
+        """Asked on the lint thread: has the document changed (or closed) since `version`? (A lint of an
+        older text stops: its result would be dropped anyway.)"""
+        documents = self.server.workspace.text_documents
+        key = unquote(uri)
 
-    def fire(self, uri: str) -> None:
-        self.pending.pop(uri, None)
-        if uri in self.workspace.text_documents:
-            self.lint_document(uri)
+        def newer() -> bool:
+            document = documents.get(key)
+            return document is None or document.version != version
+        return newer
 
-    def cancel(self, uri: str) -> None:
-        handle = self.pending.pop(uri, None)
-        if handle is not None:
-            handle.cancel()
+    def linted_one(self, uri: str, version: Optional[int], done: "Future[Any]") -> None:
+        """A lint came back (on the event loop): published if it is of the document's current version."""
+        self.running = None
+        try:
+            linted, dependents, error = done.result()
+        except Exception as exc:  # a bug must not stop the server: say so, keep serving
+            log.exception("linting %s failed", uri)
+            linted, dependents, error = None, [], f"ascend-lint: internal error linting {uri}: {exc!r}"
+        document = self.server.open_document(uri)
+        if error is not None:
+            self.server.tell(error, types.MessageType.Error)
+            if document is not None and document.version == version:
+                self.linted.pop(uri, None)
+                self.server.publish(uri, [], version)
+                self.wake(uri, None)
+        elif linted is not None and document is not None and document.version == version:
+            self.linted[uri] = linted
+            self.server.publish(uri, list(linted.diagnostics), version)
+            if linted.status == "too-large":
+                self.server.window_log_message(types.LogMessageParams(
+                    type=types.MessageType.Warning, message=f"ascend-lint: {linted.findings[0].message}: {uri}"))
+            if not linted.complete and not self.due.get(uri):
+                self.confirm_later(uri)
+            self.wake(uri, linted)
+        for other in dependents:
+            self.want(other)
+        self.kick()
 
-    def close(self, uri: str) -> None:
-        """A closed document: no diagnostics; its project facts come from the file on disk again."""
-        self.cancel(uri)
-        state = self.documents.pop(uri, None)
-        self.waiting.pop(uri, None)
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-        if state is not None:
-            self.ensure_session().restore(state.path)
-            self.relint_dependents()
+    def confirm_later(self, uri: str) -> None:
+        self.cancel_timer(uri)
+        self.timers[uri] = asyncio.get_running_loop().call_later(CONFIRM_SECONDS, self.confirm, uri)
 
-    def files_changed(self, paths: Iterable[str]) -> None:
-        """Files changed on disk (not through an open document): configurations are read again; a Python
-        file's summary is refreshed, and the open documents that depend on it are linted again."""
-        session = self.ensure_session()
-        open_paths = {state.path for state in self.documents.values()}
-        changed = False
-        for path in paths:
-            if os.path.basename(path) in CONFIG_NAMES:
-                session.forget_linters()
-                self.relint_all()
-                return
-            if path.endswith((".py", ".pyi")) and path not in open_paths:
-                session.restore(path)
-                changed = True
-        if changed:
-            self.relint_dependents()
+    def confirm(self, uri: str) -> None:
+        self.timers.pop(uri, None)
+        document, linted = self.server.open_document(uri), self.linted.get(uri)
+        if document is not None and not (linted is not None and linted.complete and linted.version == document.version):
+            self.want(uri)
 
-    def diagnostic(self, f: Finding, positions: Positions) -> types.Diagnostic:
-        return types.Diagnostic(
-            range=positions.finding_range(f),
-            message=f.message,
-            severity=SEVERITIES.get(f.severity, types.DiagnosticSeverity.Warning),
-            code=f.code,
-            code_description=types.CodeDescription(href=rule_url(f.code, f.name)),
-            source="ascend-lint",
-            tags=[types.DiagnosticTag.Unnecessary] if f.code == UNUSED_NOQA_CODE else None,
-            data={"fix": f.fix.applicability.value if f.fix else None},
-        )
+    def cancel_timer(self, uri: str) -> None:
+        timer = self.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+
+    def wake(self, uri: str, linted: Any) -> None:
+        """Answer the waiters of `uri` that this lint satisfies (None: it could not be linted: all of them)."""
+        waiting = []
+        for waiter, whole in self.waiters.pop(uri, ()):
+            if waiter.done():
+                continue
+            if linted is None or linted.complete or not whole:
+                waiter.set_result(linted)
+            else:
+                waiting.append((waiter, whole))
+        if waiting:
+            self.waiters[uri] = waiting
+
+    async def current(self, uri: str, whole: bool = False) -> Any:
+        """The lint of the document's current version (`whole`: of the whole file), waiting for it if need
+        be; None if it is not open or could not be linted."""
+        document = self.server.open_document(uri)
+        if document is None:
+            return None
+        linted = self.linted.get(uri)
+        if linted is not None and linted.version == document.version and linted.text == document.source and (
+                linted.complete or not whole):
+            return linted
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters.setdefault(uri, []).append((waiter, whole))
+        if whole:
+            self.cancel_timer(uri)  # (the lint of the whole file, now)
+            self.want(uri)
+        elif uri not in self.due and self.running != uri:
+            self.want(uri, whole=False)
+        return await waiter
 
     def relint_all(self) -> None:
-        for uri in list(self.documents) + [u for u in self.waiting if u not in self.documents]:
-            self.lint_document(uri, dependents=False)
-        self.waiting.clear()
+        for uri in list(self.server.workspace.text_documents):
+            self.want(uri)
 
-    # -------------------------------------------------------------- code actions
-    def code_actions(self, params: types.CodeActionParams) -> List[types.CodeAction]:
-        state = self.documents.get(params.text_document.uri)
-        document = self.workspace.get_text_document(params.text_document.uri)
-        if state is None or state.text != document.source:
-            self.lint_document(params.text_document.uri)
-            state = self.documents.get(params.text_document.uri)
-        if state is None:
-            return []
-        uri = params.text_document.uri
-        positions = Positions(state.text, document.position_codec)
-        wanted = [str(getattr(k, "value", k)) for k in params.context.only or ()]
-        actions: List[types.CodeAction] = []
-        if not wanted or any(k.startswith(types.CodeActionKind.QuickFix.value) for k in wanted):
-            first, last = params.range.start.line + 1, params.range.end.line + 1
-            for f in state.findings:
-                if _on_lines(f, first, last):
-                    actions.extend(self.finding_actions(uri, state, f, positions))
-        if not wanted or any(FIX_ALL_KIND.startswith(k) for k in wanted):
-            fix_all = self.fix_all_action(uri, state, positions)
-            if fix_all is not None:
-                actions.append(fix_all)
-        return actions
+    # -------------------------------------------------------------- documents
+    def closed(self, uri: str) -> None:
+        """No diagnostics for a closed document; its project facts come from the file on disk again."""
+        self.cancel_timer(uri)
+        self.due.pop(uri, None)
+        self.linted.pop(uri, None)
+        self.wake(uri, None)
+        self.server.publish(uri, [])
+        self.after(self.run(_close, uri))
 
-    def finding_actions(self, uri: str, state: DocumentState, f: Finding,
-                        positions: Positions) -> Iterable[types.CodeAction]:
-        diagnostic = [self.diagnostic(f, positions)]
-        if f.fix is not None and f.fix.applicability is not Applicability.DISPLAY:
-            edits = fix_edits(state.text, f)
-            if edits:
-                safe = f.fix.applicability is Applicability.SAFE
-                title = f"{f.code}: {f.fix.description}" + ("" if safe else " (unsafe fix: review the change)")
-                yield types.CodeAction(
-                    title=title, kind=types.CodeActionKind.QuickFix, diagnostics=diagnostic, is_preferred=safe,
-                    edit=types.WorkspaceEdit(changes={uri: [positions.edit(e) for e in edits]}))
-        suppress = self.suppress_edit(state, f, positions)
-        if suppress is not None:
-            yield types.CodeAction(
-                title=f"{f.code}: suppress with `# noqa: {f.code}`", kind=types.CodeActionKind.QuickFix,
-                diagnostics=diagnostic, edit=types.WorkspaceEdit(changes={uri: [suppress]}))
+    def after(self, future: "asyncio.Future[Any]") -> None:
+        """When a job returns documents whose project answers changed (or 'all'), lint them again."""
+        def done(finished: "asyncio.Future[Any]") -> None:
+            try:
+                stale = finished.result()
+            except Exception:  # (a bug: logged; the next edit lints again)
+                log.exception("ascend-lint job failed")
+                return
+            if stale == "all":
+                self.relint_all()
+            for uri in stale if isinstance(stale, list) else ():
+                self.want(uri)
+        future.add_done_callback(done)
 
-    def suppress_edit(self, state: DocumentState, f: Finding, positions: Positions) -> Optional[types.TextEdit]:
-        if f.code == PARSE_ERROR_CODE or not 0 < f.line <= len(positions.lines):
-            return None
-        line = positions.lines[f.line - 1]
-        changed = add_noqa_to_lines([line], [Finding(f.path, 1, f.col, 1, f.end_col, f.code, f.name, f.message)])
-        if 0 not in changed:
-            return None
-        return positions.edit(TextEdit(f.line, 1, f.line, len(line) + 1, changed[0]))
-
-    def fix_all_action(self, uri: str, state: DocumentState, positions: Positions) -> Optional[types.CodeAction]:
-        from .fix.fixer import fix_text, is_applicable  # (libcst is imported only to fix: start-up)
-
-        settings = state.linter.settings
-        if not any(is_applicable(f, settings) for f in state.findings):
-            return None
-        done = fix_text(state.text, state.path, state.findings, state.linter, settings)
-        if not done.applied or done.text == state.text:
-            return None
-        end = positions.position(len(positions.lines), len(positions.lines[-1]) + 1)
-        whole = types.Range(start=types.Position(line=0, character=0), end=end)
-        return types.CodeAction(
-            title=f"ascend-lint: fix all ({len(done.applied)} safe fix{'es' if len(done.applied) != 1 else ''})",
-            kind=FIX_ALL_KIND,
-            edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=whole, new_text=done.text)]}))
-
-    # -------------------------------------------------------------- hover
-    def hover(self, params: types.HoverParams) -> Optional[types.Hover]:
-        state = self.documents.get(params.text_document.uri)
-        if state is None:
-            return None
-        document = self.workspace.get_text_document(params.text_document.uri)
-        positions = Positions(state.text, document.position_codec)
-        line, col = positions.character(params.position)
-        codes: List[str] = []
-        if 0 < line <= len(positions.lines):  # a code in a `# noqa: ...` comment: that rule first
-            text = positions.lines[line - 1]
-            for match in NOQA_RE.finditer(text):
-                if match.group("codes") and match.start("codes") <= col - 1 <= match.end("codes"):
-                    codes.append(_word_at(text, col - 1))
-        codes += [f.code for f in state.findings if _contains(f, line, col)]
-        docs = [rule_markdown(r) for r in (self.ensure_session().rule(c) for c in dict.fromkeys(codes)) if r]
-        if not docs:
-            return None
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n---\n".join(docs)))
+    async def configure(self, raw: Any) -> None:
+        for problem in await self.run(_configure, raw):
+            self.server.tell(f"ascend-lint: {problem}")
 
 
-def _word_at(text: str, index: int) -> str:
-    start = index
-    while start > 0 and text[start - 1].isalnum():
-        start -= 1
-    end = index
-    while end < len(text) and text[end].isalnum():
-        end += 1
-    return text[start:end]
+# ----------------------------------------------------------------------------- jobs (on the lint thread)
+def _lint(session: Any, uri: str, path: str, text: str, version: Optional[int], codec: Any,
+          whole: bool, stop: Callable[[], bool]) -> Tuple[Any, List[str], Optional[str]]:
+    from .server_session import ConfigError, RegistryError, Stopped
+
+    try:
+        linted = session.lint(uri, path, text, version, codec, scoped=not whole, stop=stop)
+    except (ConfigError, RegistryError) as exc:
+        return None, [], f"ascend-lint: {exc}"
+    except Stopped:  # a newer text came: its own lint is due
+        return None, [], None
+    return linted, session.dependents(uri) if linted.complete else [], None
 
 
+def _close(session: Any, uri: str) -> List[str]:
+    session.close(uri)
+    return session.dependents()
+
+
+def _configure(session: Any, raw: Any) -> List[str]:
+    problems = getattr(session, "problems", [])
+    session.problems = []
+    return problems + (session.configure(raw) if raw is not _KEEP else [])
+
+
+_KEEP = object()  # (configure: only report the problems of the settings `initialize` gave)
+
+
+def _files_changed(session: Any, paths: List[str]) -> Any:
+    what = session.files_changed(paths)
+    return "all" if what == "all" else session.dependents() if what else []
+
+
+def _forget(session: Any) -> str:
+    session.forget_linters()
+    return "all"
+
+
+def _code_actions(session: Any, linted: Any, params: types.CodeActionParams, codec: Any,
+                  fix_all: bool) -> List[types.CodeAction]:
+    return session.code_actions(linted, params, codec, fix_all)
+
+
+def wants_fix_all(params: types.CodeActionParams) -> bool:
+    """Asked for the fix-all source action: by kind, or (no kinds named) by the user rather than by the
+    editor's own automatic requests (a cursor move: the light bulb shows quick fixes only)."""
+    only = [str(getattr(kind, "value", kind)) for kind in params.context.only or ()]
+    if only:
+        return any(FIX_ALL_KIND.startswith(kind) for kind in only)
+    return params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
+
+
+# ----------------------------------------------------------------------------- the features
 def build_server() -> AscendLintServer:
     server = AscendLintServer()
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: AscendLintServer, params: types.InitializeParams) -> None:
-        session = ls.ensure_session()
         root = ls.workspace.root_path
         if root:
-            session.root = root
+            ls.linting.root = root
         options = params.initialization_options
         if isinstance(options, dict) and "settings" in options:
             options = options["settings"]
-        for problem in session.configure(options):
-            ls.tell(f"ascend-lint: {problem}")
+        ls.linting.options = options
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: AscendLintServer, params: types.InitializedParams) -> None:
-        await pull_configuration(ls)
+        ls.linting.configuring = True  # (documents opened meanwhile wait for the editor's settings)
+        try:
+            await ls.linting.configure(_KEEP)  # the engine loads on the lint thread meanwhile
+        finally:
+            await pull_configuration(ls)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: AscendLintServer, params: types.DidChangeConfigurationParams) -> None:
         settings = params.settings
         if isinstance(settings, dict) and SECTION in settings:
-            for problem in ls.ensure_session().configure(settings[SECTION]):
-                ls.tell(f"ascend-lint: {problem}")
+            await ls.linting.configure(settings[SECTION])
+            ls.linting.relint_all()
         else:
             await pull_configuration(ls)
-        ls.relint_all()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: AscendLintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.lint_document(params.text_document.uri)
+        ls.linting.want(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: AscendLintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri)
+        ls.linting.edited(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AscendLintServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if os.path.basename(ls.path_of(uri)) in CONFIG_NAMES:  # a saved configuration applies from now on
-            ls.ensure_session().forget_linters()
-            ls.relint_all()
-        elif uri in ls.workspace.text_documents:
-            ls.lint_document(uri)
+        if os.path.basename(ls.path_of(uri)) in CONFIG_FILES:  # a saved configuration applies from now on
+            ls.linting.after(ls.linting.run(_forget))
+        elif ls.open_document(uri) is not None:
+            ls.linting.cancel_timer(uri)
+            ls.linting.want(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: AscendLintServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.close(params.text_document.uri)
+        ls.linting.closed(params.text_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: AscendLintServer, params: types.DidChangeWatchedFilesParams) -> None:
-        ls.files_changed(ls.path_of(change.uri) for change in params.changes)
+        paths = [ls.path_of(change.uri) for change in params.changes]
+        ls.linting.after(ls.linting.run(_files_changed, paths))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]))
-    def code_action(ls: AscendLintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
-        return ls.code_actions(params)
+    async def code_action(ls: AscendLintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
+        uri = params.text_document.uri
+        fix_all = wants_fix_all(params)
+        linted = await ls.linting.current(uri, whole=fix_all)
+        document = ls.open_document(uri)
+        if linted is None or document is None:
+            return []
+        actions = await ls.linting.run(_code_actions, linted, params, document.position_codec, fix_all)
+        document = ls.open_document(uri)
+        if document is None or document.version != linted.version:
+            return []  # (edited meanwhile: these edits are of an older text)
+        return actions
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: AscendLintServer, params: types.HoverParams) -> Optional[types.Hover]:
-        return ls.hover(params)
+        uri = params.text_document.uri
+        linted, document, session = ls.linting.linted.get(uri), ls.open_document(uri), ls.linting.session
+        if linted is None or document is None or session is None:
+            return None
+        return session.hover(linted, params.position, document.position_codec)
 
     return server
 
 
 async def pull_configuration(ls: AscendLintServer) -> None:
-    """Ask the client for the `ascend-lint` section, if it can answer."""
+    """Ask the client for the `ascend-lint` section, if it can answer; then lint the open documents."""
     caps = ls.client_capabilities.workspace
-    if caps is None or not caps.configuration:
-        return
-    ls.configuring = True
-    try:
-        answer = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
-    except Exception as exc:  # a client that cannot answer: keep the settings we have
-        log.warning("workspace/configuration failed: %s", exc)
-        answer = None
-    finally:
-        ls.configuring = False
-    if answer and answer[0] is not None:
-        for problem in ls.ensure_session().configure(answer[0]):
-            ls.tell(f"ascend-lint: {problem}")
-    ls.relint_all()
+    linting = ls.linting
+    if caps is not None and caps.configuration:
+        linting.configuring = True
+        try:
+            answer = await ls.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
+        except Exception as exc:  # a client that cannot answer: keep the settings we have
+            log.warning("workspace/configuration failed: %s", exc)
+            answer = None
+        if answer and answer[0] is not None:
+            await linting.configure(answer[0])
+    linting.configuring = False
+    linting.relint_all()
 
 
 def main() -> int:
-    build_server().start_io()
-    return 0
-
+    """Serve on stdin/stdout; 0 after `shutdown` then `exit` (the LSP exit code), 1 otherwise."""
+    server = build_server()
+    server.start_io()
+    server.linting.executor.shutdown(wait=False, cancel_futures=True)
+    return 0 if server.protocol._shutdown else 1

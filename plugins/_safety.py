@@ -7,6 +7,7 @@ catches it, since the original then went on along the handler's path.
 from __future__ import annotations
 
 import ast
+import bisect
 from typing import Dict, List, Optional
 
 from ascend_lint.astutil import callee_name
@@ -33,11 +34,14 @@ def failure_caught(stack: List[ast.AST]) -> bool:
 
 
 class Ancestry:
-    """Parent links of one tree, built once on demand (for a fix decided away from the walk's stack)."""
+    """The nodes above a node of one tree (for a fix decided away from the walk's stack): found by descending
+    from the top-level statement that holds it; `parents()` links the whole tree, built once on demand."""
 
     def __init__(self, tree: ast.AST) -> None:
         self.tree = tree
         self._parents: Optional[Dict[int, ast.AST]] = None
+        self._starts: Optional[List[int]] = None  # lines where the top-level statements start
+        self._body: List[ast.AST] = []
 
     def parents(self) -> Dict[int, ast.AST]:
         if self._parents is None:
@@ -46,7 +50,46 @@ class Ancestry:
 
     def chain(self, node: ast.AST) -> List[ast.AST]:
         """The nodes from the root down to `node` (outermost first)."""
+        if self._parents is None and hasattr(node, "lineno"):
+            span = _span(node)
+            for top in self._tops(span[0]):
+                found = _path(top, node, span)
+                if found is not None:
+                    return [self.tree] + found
         parents, chain = self.parents(), [node]
         while id(chain[-1]) in parents:
             chain.append(parents[id(chain[-1])])
         return chain[::-1]
+
+    def _tops(self, line: int) -> List[ast.AST]:
+        """The top-level statements whose lines hold `line` (several when they share it)."""
+        if self._starts is None:
+            body = getattr(self.tree, "body", None)
+            self._body = body if isinstance(body, list) else []
+            self._starts = [s.lineno for s in self._body]
+        index = bisect.bisect_right(self._starts, line)
+        tops = []
+        while index > 0 and (self._body[index - 1].end_lineno or 0) >= line:
+            index -= 1
+            tops.append(self._body[index])
+        return tops
+
+
+def _span(node: ast.AST) -> tuple:
+    return (node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore
+
+
+def _path(tree: ast.AST, node: ast.AST, span: tuple) -> Optional[List[ast.AST]]:
+    """The nodes from `tree` down to `node`, descending only into nodes whose span holds `node`'s (and the
+    nodes without a position: `arguments`, comprehensions, ...); None if it is not under `tree`."""
+    stack = [(tree, [tree])]
+    while stack:
+        current, chain = stack.pop()
+        if current is node:
+            return chain
+        for child in ast.iter_child_nodes(current):
+            if not hasattr(child, "lineno") or (
+                    (child.lineno, child.col_offset) <= span[:2]  # type: ignore[attr-defined]
+                    and span[2:] <= (child.end_lineno or child.lineno, child.end_col_offset or 0)):  # type: ignore
+                stack.append((child, chain + [child]))
+    return None

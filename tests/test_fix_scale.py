@@ -46,7 +46,7 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(engine, "PASSES", [0])
     monkeypatch.setattr(resolve, "PARSES", [0])
-    resolve._RESOLVERS.clear()
+    resolve._PARSES.clear()
     return lambda: (engine.PASSES[0], resolve.PARSES[0])
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import sys
 import textwrap
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 pytest_lsp = pytest.importorskip("pytest_lsp")  # Python >= 3.10; installed by the test extra
 from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features  # noqa: E402
+from pygls.protocol import default_converter  # noqa: E402
 
 from conftest import STEP_CALL, STEP_TRAIN, STEP_UTILS  # noqa: E402
 
@@ -33,7 +36,24 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+def recording_client() -> LanguageClient:
+    """pytest-lsp's client, also recording every publication: client.published = [(uri, version, codes)]."""
+    def publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        client.diagnostics[params.uri] = params.diagnostics
+        client.published.append((params.uri, params.version, [d.code for d in params.diagnostics]))
+
+    client = LanguageClient(converter_factory=default_converter)
+    client.published = []
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
+    return client
+
+
+def published(client: LanguageClient, uri: str) -> list:
+    """(version, codes) of each publication for `uri`, in order."""
+    return [(version, codes) for u, version, codes in client.published if u == uri]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=recording_client))
 async def client(lsp_client: LanguageClient, project: Path):
     lsp_client.set_configuration({"preview": True}, section="ascend-lint")
     await lsp_client.initialize_session(types.InitializeParams(
@@ -170,18 +190,6 @@ UTILS, CALL = STEP_UTILS, STEP_CALL
 TRAIN = STEP_TRAIN.replace("{module}", "utils")
 
 
-class Published(dict):
-    """client.diagnostics that also counts the publications per document."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count: dict = {}
-
-    def __setitem__(self, uri, diagnostics) -> None:
-        self.count[uri] = self.count.get(uri, 0) + 1
-        super().__setitem__(uri, diagnostics)
-
-
 async def diagnostics_until(client: LanguageClient, uri: str, predicate, timeout: float = 60.0):
     """Poll the published diagnostics until the document's satisfy `predicate`. (Not by waiting for the next
     publication: one that arrives before the waiter is registered would be missed, and if it was the last
@@ -207,7 +215,6 @@ async def test_editing_the_step_loop_changes_a_helpers_diagnostics(client: Langu
     (project / "utils.py").write_text(UTILS)
     (project / "train.py").write_text(TRAIN.format(call=""))
     (project / "other.py").write_text("import torch\nimport torch_npu\n\nx = torch.ones(2)\n")
-    client.diagnostics = published = Published()
     utils = await open_document(client, project / "utils.py", UTILS)
     other = await open_document(client, project / "other.py", (project / "other.py").read_text())
     assert "ASC202" not in await diagnostics_until(client, utils, lambda codes: True)
@@ -220,13 +227,13 @@ async def test_editing_the_step_loop_changes_a_helpers_diagnostics(client: Langu
     (hot,) = [d for d in client.diagnostics[utils] if d.code == "ASC202"]
     assert "the step loop in `train.py:7` calls it" in hot.message and hot.range.start.line == 5
 
-    # a burst of edits that removes the call: linted once the typing stops, and utils.py follows
-    before = published.count[train]
+    # a burst of edits that removes the call: the newest version wins (no older one is published after a
+    # newer one), and utils.py follows once the whole file is linted again
     for version, text in enumerate([TRAIN.format(call="        log_metr\n"), TRAIN.format(call="")], start=2):
         replace_all(client, train_uri, version, text)
     assert "ASC202" not in await diagnostics_until(client, utils, lambda codes: "ASC202" not in codes)
-    await asyncio.sleep(0.6)
-    assert published.count[train] == before + 1
+    versions = [version for version, _ in published(client, train)]
+    assert versions == sorted(versions) and versions[-1] == 3, versions
 
     # moving the loop down two lines changes only where the reason points
     replace_all(client, train_uri, 4, "\n\n" + TRAIN.format(call=CALL))
@@ -237,7 +244,7 @@ async def test_editing_the_step_loop_changes_a_helpers_diagnostics(client: Langu
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=train)))
     await diagnostics_until(client, utils, lambda codes: "ASC202" not in codes)
-    assert published.count[other] == 1  # never linted again: none of its answers changed
+    assert len(published(client, other)) == 1  # never linted again: none of its answers changed
 
 
 @pytest.mark.asyncio
@@ -251,3 +258,182 @@ async def test_a_nested_configuration_applies_in_the_editor(client: LanguageClie
     client.text_document_did_save(types.DidSaveTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=(project / "sub" / ".ascend-lint.yaml").as_uri())))
     assert await diagnostics_until(client, uri, lambda codes: codes == ["ASC307"]) == ["ASC307"]
+
+
+# ------------------------------------------------------------------------------ keeping up (issues #27, #30)
+_spec = importlib.util.spec_from_file_location("bench_lsp", Path(__file__).parent.parent / "bench" / "lsp.py")
+bench_lsp = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_lsp)  # type: ignore[union-attr]
+
+
+async def started(project: Path, settings=None) -> LanguageClient:
+    """A server process driven by pytest-lsp's client (recording every publication), initialised."""
+    client = await ClientServerConfig(server_command=SERVER, client_factory=recording_client).start()
+    client.set_configuration(settings or {}, section="ascend-lint")
+    await client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri=project.as_uri()))
+    return client
+
+
+async def finished(client: LanguageClient) -> int:
+    """shutdown, exit: the server's exit code."""
+    await client.shutdown_session()
+    code = client._server.returncode
+    await client.stop()
+    return code
+
+
+async def publication(client: LanguageClient, uri: str, version: int, timeout: float = 60.0) -> list:
+    """The codes of the first publication of `version` of the document (polled, see diagnostics_until)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        found = [codes for u, v, codes in client.published if u == uri and v == version]
+        if found:
+            return found[0]
+        assert loop.time() < deadline, f"no publication of version {version}: {published(client, uri)}"
+        await asyncio.sleep(0.01)
+
+
+def edit(uri: str, version: int, line: int, text: str, end: int) -> types.DidChangeTextDocumentParams:
+    """Lines line..end (0-based, end excluded) replaced with `text`, as an incremental change."""
+    rng = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=end, character=0))
+    return types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(range=rng, text=text)])
+
+
+def check_codes(project: Path, name: str, text: str) -> list:
+    """The codes `ascend-lint check` reports for `text` as the file `name` of the project, by line."""
+    import json
+    import subprocess
+
+    (project / name).write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "ascend_lint", "check", "--output-format", "json", "--no-cache",
+                           name], cwd=project, capture_output=True, text=True, timeout=120)
+    assert proc.stdout, proc.stderr
+    return sorted((f["location"]["row"] - 1, f["code"]) for f in json.loads(proc.stdout))
+
+
+@pytest.mark.asyncio
+async def test_end_to_end_edits_syntax_error_fix_all_and_exit_code(tmp_path: Path):
+    """initialize, didOpen, diagnostics; an edit inside a function (its scope linted at once, the whole file
+    once the edits pause: what `check` reports); an edit that breaks the file keeps the diagnostics, with one
+    more at the syntax error; fix-all; shutdown and exit: exit code 0."""
+    (tmp_path / "pyproject.toml").write_text("[tool.ascend-lint]\n")
+    source = bench_lsp.training_module(300)
+    lines = source.splitlines(keepends=True)
+    client = await started(tmp_path)
+    uri = (tmp_path / "train_module.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=source)))
+    opened = await publication(client, uri, 1)
+    assert {"ASC101", "ASC307", "ASC501"} <= set(opened)
+
+    at = [i for i, line in enumerate(lines) if "loss.backward()" in line][1] + 1  # in a step loop: a save
+    saving = '            torch.save(model, "every_step.pt")\n'
+    client.text_document_did_change(edit(uri, 2, at, saving, at))
+    assert sorted(await publication(client, uri, 2)) == sorted(opened + ["ASC501"])
+    edited = "".join(lines[:at] + [saving] + lines[at:])
+    expected = check_codes(tmp_path, "as_checked.py", edited)
+    await diagnostics_until(client, uri, lambda codes: sorted(  # (and so after the lint of the whole file)
+        (d.range.start.line, d.code) for d in client.diagnostics[uri]) == expected)
+    assert published(client, uri)[-1][0] == 2
+
+    backward = next(i for i, line in enumerate(edited.splitlines()) if "loss.backward()" in line)
+    client.text_document_did_change(edit(uri, 3, backward, "            loss.backward(\n", backward + 1))
+    broken = await publication(client, uri, 3)
+    assert broken.count("ASC000") == 1 and sorted(c for c in broken if c != "ASC000") == sorted(
+        code for _, code in expected)
+    (error,) = [d for d in client.diagnostics[uri] if d.code == "ASC000"]
+    assert "syntax error" in error.message and error.severity == types.DiagnosticSeverity.Error
+    client.text_document_did_change(edit(uri, 4, backward, "            loss.backward()\n", backward + 1))
+    assert "ASC000" not in await publication(client, uri, 4)
+
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+        context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.SourceFixAll])))
+    (fix_all,) = actions
+    assert fix_all.kind == "source.fixAll.ascend-lint"
+    fixed = apply(edited, fix_all.edit.changes[uri])
+    assert "set_to_none=True" not in fixed and fixed.count("set_to_none=False") == edited.count("set_to_none=True")
+    versions = [version for version, _ in published(client, uri)]
+    assert versions == sorted(versions)  # never an older version after a newer one
+    assert await finished(client) == 0
+
+
+async def raw_request(client: LanguageClient, method: str, params: dict):
+    """Send a request as it is (the client's own methods check their params), and wait for the answer."""
+    future = asyncio.get_running_loop().create_future()
+    msg_id = "raw-1"
+    client.protocol._request_futures[msg_id] = future
+    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+    return await asyncio.wait_for(future, 30)
+
+
+@pytest.mark.asyncio
+async def test_every_request_is_answered(tmp_path: Path):
+    """Invalid params: an InvalidParams error (pygls alone never answers); a document never opened: no
+    actions; while a long lint runs, a request is answered before it ends; after shutdown: InvalidRequest."""
+    from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
+
+    (tmp_path / "pyproject.toml").write_text("[tool.ascend-lint]\n")
+    client = await started(tmp_path)
+    with pytest.raises(JsonRpcInvalidParams):  # (a hover without its position, sent as raw JSON)
+        await raw_request(client, types.TEXT_DOCUMENT_HOVER, {"textDocument": {"uri": "file:///x.py"}})
+    nowhere = types.TextDocumentIdentifier(uri=(tmp_path / "never_opened.py").as_uri())
+    client.protocol._send_data({"jsonrpc": "2.0", "method": types.TEXT_DOCUMENT_DID_OPEN, "params": {}})  # (bad)
+    client.text_document_did_change(edit(nowhere.uri, 2, 0, "x = (\n", 0))  # a document never opened
+    assert not await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=nowhere, range=types.Range(start=types.Position(line=0, character=0),
+                                                 end=types.Position(line=0, character=0)),
+        context=types.CodeActionContext(diagnostics=[])))
+
+    small = await open_document(client, tmp_path / "small.py", SOURCE)
+    big = (tmp_path / "big.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=big, language_id="python", version=1, text=bench_lsp.training_module(5000))))
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=small), position=types.Position(line=6, character=10)))
+    answered_before = [u for u, _, _ in client.published].count(big) == 0
+    assert "ASC101" in hover.contents.value and answered_before
+    await publication(client, big, 1)
+
+    await client.shutdown_async(None)
+    with pytest.raises(JsonRpcInvalidRequest):
+        await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=small), position=types.Position(line=6, character=10)))
+    client.exit(None)
+    await client._server.wait()
+    assert client._server.returncode == 0
+    await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_buffer_over_max_file_size_is_one_diagnostic_and_a_log_message(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text('[tool.ascend-lint]\nmax-file-size = "1 KB"\n')
+    client = await started(tmp_path)
+    uri = await open_document(client, tmp_path / "huge.py", bench_lsp.training_module(200))
+    (diag,) = client.diagnostics[uri]
+    assert diag.code == "ASC000" and "file too large" in diag.message and "max-file-size" in diag.message
+    await diagnostics_until(client, uri, lambda codes: any(
+        "file too large" in m.message for m in client.log_messages))
+    assert await finished(client) == 0
+
+
+def test_the_server_knows_the_configuration_file_names_without_loading_them():
+    from ascend_lint.config import CONFIG_NAMES
+    from ascend_lint.server import CONFIG_FILES
+
+    assert set(CONFIG_FILES) == set(CONFIG_NAMES)
+
+
+def test_the_server_module_loads_no_engine():
+    """`initialize` is answered before the engine and the rule packs load (they load on the lint thread)."""
+    import subprocess
+
+    script = ("import sys\nbefore = set(sys.modules)\nimport ascend_lint.server\n"
+              "print(sorted(m for m in set(sys.modules) - before if m.startswith(('ascend_lint.', 'plugins', 'libcst'))))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "['ascend_lint.server']", proc.stderr

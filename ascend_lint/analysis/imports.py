@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Sequence, Set, Tuple
 
 from .nodes import top_level_statements
 
@@ -43,11 +43,28 @@ def import_facts(tree: ast.Module) -> ImportFacts:
                     facts.bound.update(_parents(alias.name))
         for module in modules_of(stmt):
             facts.loaded.update(_parents(module))
-    for node in ast.walk(tree):  # imports anywhere else: conditional, or inside functions and classes
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body:
+    top = {id(stmt) for stmt in tree.body}
+    for node in _nested_statements(tree.body):  # imports anywhere else: conditional, or inside functions
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top:  # and classes
             for module in modules_of(node):
                 facts.guarded.update(m for m in _parents(module) if m not in facts.loaded)
     return facts
+
+
+def _nested_statements(body: Sequence[ast.stmt]) -> List[ast.stmt]:
+    """Every statement in `body` and in the bodies under it (only statements can hold an import)."""
+    found: List[ast.stmt] = []
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        found.append(stmt)
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list):
+                stack.extend(inner)
+        for part in getattr(stmt, "handlers", None) or getattr(stmt, "cases", None) or ():
+            stack.extend(part.body)
+    return found
 
 
 def optional_imports(tree: ast.Module) -> Dict[str, Tuple[str, ...]]:

@@ -13,7 +13,7 @@ import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from . import noqa
 from ..compat import slotted_dataclass
@@ -30,7 +30,7 @@ from ..analysis.semantic import NULL_VIEW, FileContext, project_relative
 from ..analysis.training_code import path_reason
 from .roles import apply_role_policy
 from .triggers import TriggerText, alias_words, renamed_imports, renames_trigger
-from .walker import Walker
+from .walker import Stopped, Walker
 
 # Python 2 statements that Python 3 rejects: `except E, e:`, `print x`, `exec code`, `raise E, msg`
 PYTHON2_LINE_RE = re.compile(
@@ -196,14 +196,18 @@ class Linter:
 
     def analyse(self, text: str, path: str, tree: Optional[ast.Module] = None, line_noqa: bool = True,
                 view: Optional[ProjectView] = None, summarize: bool = False,
-                light: Optional[Summary] = None) -> Analysis:
+                light: Optional[Summary] = None, within: Optional[Sequence[Tuple[int, int]]] = None,
+                stop: Optional[Callable[[], bool]] = None) -> Analysis:
         """`check`, plus the file's summary (with `summarize`; `light`: its text-only summary if known),
-        the project questions its rules asked (deps) and the file's notes for the run's summary."""
+        the project questions its rules asked (deps) and the file's notes for the run's summary. `within`:
+        [first, last] line ranges; statements outside them are not descended into (as if they held no
+        trigger): the findings there are partial (an editor's re-lint of the edited scopes only). `stop`:
+        asked between top-level statements; True ends the lint with `Stopped` (a newer text came)."""
         if view is None and self.project is not None:
             view = self.project.view_for(path)
         rules = self.rules_for(path)
         walked = [r for r in rules if r.pack != CORE_PACK and not r.profile_only]  # (profile rules: run.py)
-        walk = self._walk(walked, text, path, tree, view, summarize, light)
+        walk = self._walk(walked, text, path, tree, view, summarize, light, within, stop)
         lines = walk.lines
         if self.settings.ignore_noqa:
             findings = walk.findings
@@ -228,7 +232,9 @@ class Linter:
         return _summary_without_tree(text, path, light, self._gathers_precision())
 
     def _walk(self, rules: List[Type[Rule]], text: str, path: str, tree: Optional[ast.Module],
-              view: Optional[ProjectView], summarize: bool, light: Optional[Summary]) -> "_Walk":
+              view: Optional[ProjectView], summarize: bool, light: Optional[Summary],
+              within: Optional[Sequence[Tuple[int, int]]] = None,
+              stop: Optional[Callable[[], bool]] = None) -> "_Walk":
         """Run the rules that can apply over one walk of the file (see `_Walk`)."""
         plan = self._plan(rules, text, path, view)
         if not plan.rules:  # nothing could match: not even parsed (the stdlib-sized fast path)
@@ -250,10 +256,30 @@ class Linter:
             ctx.attach(view)
             summary = summary if summarize else None
         instances = self._instances(plan, ctx, text)
-        findings = self._run(instances, ctx, plan) if instances else []
+        if within is not None and instances:
+            findings = self._run_within(instances, ctx, plan, within, stop)
+        else:
+            findings = self._run(instances, ctx, plan, None, stop) if instances else []
         if findings and in_project and ctx.module is not None:
             findings = apply_role_policy(findings, tree, ctx.facts().roles, instances, self.settings.preview)
         return _Walk(findings, plan.skipped, (ctx.lines if findings else None), plan.notes, summary, view.deps)
+
+    def _run_within(self, instances: List[Rule], ctx: FileContext, plan: "_Plan",
+                    within: Sequence[Tuple[int, int]], stop: Optional[Callable[[], bool]]) -> List[Finding]:
+        """The rules that report at the node in hand walk only the lines `within`; the rules that decide per
+        file (`decides_per_file`: they gather across the file and report at its end) walk the whole file, in
+        a walk of their own: their findings are the file's, the others' those of the lines `within`."""
+        local = [i for i in instances if not decides_per_file(type(i))]
+        whole = [type(i) for i in instances if decides_per_file(type(i))]
+        findings = self._run(local, ctx, plan, within, stop) if local else []
+        if whole:
+            again = FileContext(ctx.path, ctx.text, ctx.tree, self.settings.target, self._root, occurs=plan.scan.occurs,
+                                project=ctx.project, migrating_modules=tuple(self.settings.migrating_modules))
+            if again.project is not NULL_VIEW:
+                again.attach(ctx.project)
+            rules = [rule(again, self.settings.rule_options.get(rule.code)) for rule in whole]
+            findings += self._run(rules, again, plan, None, stop)
+        return findings
 
     def _plan(self, rules: List[Type[Rule]], text: str, path: str, view: Optional[ProjectView]) -> "_Plan":
         """The rules that may find something in this text (a trigger of theirs occurs in it), and the ones
@@ -300,7 +326,9 @@ class Linter:
             instances.append(rule(ctx, self.settings.rule_options.get(rule.code)))
         return instances
 
-    def _run(self, instances: List[Rule], ctx: FileContext, plan: "_Plan") -> List[Finding]:
+    def _run(self, instances: List[Rule], ctx: FileContext, plan: "_Plan",
+             within: Optional[Sequence[Tuple[int, int]]] = None,
+             stop: Optional[Callable[[], bool]] = None) -> List[Finding]:
         """One walk of the tree calling each rule's handlers (statements whose lines hold no trigger of the
         rules are not descended into), then each rule's `end_file`: the findings."""
         triggers: Set[str] = set()
@@ -315,12 +343,17 @@ class Linter:
             present = plan.scan.may_occur(triggers)
             words = alias_words(plan.aliases, tuple(sorted(triggers))) if plan.aliases else ()
             hit_lines = plan.scan.lines(sorted(t for t in triggers if present[t]), words)
+        if within is not None:
+            wanted = {n for first, last in within for n in range(first, last + 1)}
+            hit_lines = sorted(wanted) if hit_lines is None else [n for n in hit_lines if n in wanted]
         try:
             for inst in instances:
                 inst.start_file()
-            Walker(ctx, _dispatch_table(instances, ctx), hit_lines).run()
+            Walker(ctx, _dispatch_table(instances, ctx), hit_lines, stop).run()
             for inst in instances:
                 inst.end_file()
+        except Stopped:
+            raise
         except RecursionError:
             raise SourceError("too deeply nested to analyse (RecursionError)") from None
         except Exception as exc:  # a rule bug must not end the run: report it on this file
@@ -431,6 +464,12 @@ def _failing_rule(exc: BaseException) -> str:
             code = owner.code
         tb = tb.tb_next
     return code
+
+
+def decides_per_file(rule: Type[Rule]) -> bool:
+    """Does the rule report from `end_file`, a decision over the whole file's walk (what it gathered in one
+    function can decide what it reports in another)?"""
+    return getattr(rule, "end_file", None) is not Rule.end_file
 
 
 def _dedupe(findings: List[Finding]) -> List[Finding]:

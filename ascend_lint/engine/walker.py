@@ -17,12 +17,17 @@ AST = ast.AST
 Handler = Callable[[ast.AST], None]
 
 
+class Stopped(Exception):
+    """The walk was told to stop (an editor's newer text made this lint useless)."""
+
+
 class Walker:
     def __init__(self, ctx: FileContext, table: Dict[Type[ast.AST], List[Handler]],
-                 hit_lines: Optional[List[int]]) -> None:
+                 hit_lines: Optional[List[int]], stop: Optional[Callable[[], bool]] = None) -> None:
         self.ctx = ctx
         self.table = table
         self.hit_lines = hit_lines
+        self.stop = stop  # asked between top-level statements: True raises Stopped
         # hits_upto[n]: how many hit lines are <= n (a line range holds a hit iff the count grows)
         self.hits_upto: Optional[List[int]] = None
         if hit_lines is not None:
@@ -41,7 +46,13 @@ class Walker:
         return upto[last if last < top else top] > upto[first - 1 if first - 1 < top else top]
 
     def run(self) -> None:
-        self.stmts(self.ctx.tree.body)
+        if self.stop is None:
+            self.stmts(self.ctx.tree.body)
+            return
+        for stmt in self.ctx.tree.body:
+            if self.stop():
+                raise Stopped()
+            self.stmt(stmt)
 
     # ----------------------------------------------------------- statements
     def stmts(self, body: List[ast.stmt]) -> None:

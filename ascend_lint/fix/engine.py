@@ -1,10 +1,14 @@
 """One libcst pass over a file: the fixes of a round resolved to nodes, overlaps left for the next round,
 all accepted edits applied at once, the imports they need added (see imports.py).
 
-Only the top-level statements that hold an edit are parsed with libcst (touched statements close to
-each other together: each parse has a fixed cost, and a construct libcst cannot parse elsewhere in the
-file does not block a fix); every other line is copied as it is. libcst is imported only when a pass
-has a structural edit to make.
+Only the top-level statements that hold an edit are parsed with libcst (touched simple statements close
+to each other together: each parse has a fixed cost; a function, class or other compound statement on its
+own: libcst's parse grows faster than the text, and an unchanged statement's parse is reused from
+resolve's cache, e.g. after an editor's edit elsewhere; a construct libcst cannot parse elsewhere in the
+file does not block a fix); every other line is copied as it is. A chunk whose edits are one-line
+expression or keyword edits is rendered where they stand (the code libcst prints for the edited nodes,
+spliced into the lines); any other chunk is printed whole by the transformer. libcst is imported only when a
+pass has a structural edit to make.
 """
 from __future__ import annotations
 
@@ -31,6 +35,10 @@ class Attempt:
     text: str
     applied: List[Finding]
     failed: List[Tuple[Finding, str]]
+    reads_kept: bool = False  # every edit kept every name the code it replaced read: no import became unused
+    # [first, last] lines of the rewritten chunks, when each kept its number of lines and nothing else
+    # changed (no import added, no text edit): the lines of every other statement are as they were
+    rewritten: Optional[List[Tuple[int, int]]] = None
 
 
 class CannotFix(Exception):
@@ -120,15 +128,18 @@ class _Chunk:
 
 
 def _units(tree: ast.Module) -> List[List[int]]:
-    """[first, last] line ranges of the top-level statements (decorators included, shared lines merged)."""
+    """[first, last, simple] of the top-level statements (decorators included, shared lines merged; simple:
+    1 when they hold no body)."""
     units: List[List[int]] = []
     for stmt in tree.body:
         first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
         last = stmt.end_lineno or stmt.lineno
+        simple = int(not hasattr(stmt, "body"))
         if units and first <= units[-1][1]:
             units[-1][1] = max(units[-1][1], last)
+            units[-1][2] &= simple
         else:
-            units.append([first, last])
+            units.append([first, last, simple])
     return units
 
 
@@ -157,7 +168,7 @@ class FilePass:
         self.lines = split_lines(text, keepends=True)
         self.units = _units(tree)
         self.starts = [u[0] for u in self.units]
-        self.facts: ImportFacts = import_facts(tree)
+        self._facts: Optional[ImportFacts] = None
         wanted = sorted({m for f in findings for m in f.fix.imports})  # type: ignore[union-attr]
         # added imports go after line `after`, with blank lines around them where isort wants them
         self.after, self.blanks_before, self.blanks_after = import_place(tree, wanted) if wanted else (-1, 0, 0)
@@ -165,6 +176,13 @@ class FilePass:
         self.bounds: List[List[int]] = []
         self._lay_out(findings)
         self.chunks: Dict[int, _Chunk] = {}
+
+    @property
+    def facts(self) -> ImportFacts:
+        """How the file imports modules (only a fix that needs a module asks: a walk of every statement)."""
+        if self._facts is None:
+            self._facts = import_facts(self.tree)
+        return self._facts
 
     def unit_of(self, span: Any) -> int:
         i = bisect.bisect_right(self.starts, span.line) - 1
@@ -175,7 +193,7 @@ class FilePass:
         touched = sorted({self.unit_of(e.span) for f in findings for e in f.fix.edits} - {-1})  # type: ignore
         units, bounds = self.units, self.bounds
         for i in touched:
-            if (bounds and units[i][0] - bounds[-1][1] <= CHUNK_GAP
+            if (bounds and units[i][2] and bounds[-1][2] and units[i][0] - bounds[-1][1] <= CHUNK_GAP
                     and not bounds[-1][1] <= self.after < units[i][0]):
                 bounds[-1][1] = units[i][1]
             else:
@@ -259,13 +277,54 @@ class FilePass:
                 imports[module] = imports.get(module, False) or names_module(texts, module)
         if not applied:
             return Attempt(self.text, [], failed)
-        new_chunks = {chunk.first: self._render(chunk) for chunk in self.chunks.values() if chunk.ops}
+        new_chunks: Dict[int, str] = {}
+        reads_kept = True
+        rewritten: Optional[List[Tuple[int, int]]] = []
+        for chunk in self.chunks.values():
+            if chunk.ops:
+                rendered = self._in_place(chunk)
+                reads_kept = reads_kept and rendered is not None and rendered[1]
+                new_chunks[chunk.first] = rendered[0] if rendered is not None else self._render(chunk)
+                if rewritten is not None and rendered is None and \
+                        len(split_lines(new_chunks[chunk.first])) != chunk.last - chunk.first + 1:
+                    rewritten = None
+                elif rewritten is not None:
+                    rewritten.append((chunk.first, chunk.last))
         statements = [import_statement(m, [m] if named else []) for m, named in sorted(imports.items())]
         if statements:
             statements = [""] * self.blanks_before + statements + [""] * self.blanks_after
+            rewritten = None
         text = _assemble(self.lines, {c.first: c.last for c in self.chunks.values()}, new_chunks, self.after,
                          statements)
-        return Attempt(text, applied, failed)
+        return Attempt(text, applied, failed, reads_kept, sorted(rewritten) if rewritten is not None else None)
+
+    def _in_place(self, chunk: _Chunk) -> Optional[Tuple[str, bool]]:
+        """(the chunk's code, every edit kept the names it read) with its ops rendered where they stand: the
+        code libcst prints for each edited node spliced into its line; what printing the whole chunk gives,
+        for one-line expression and keyword edits none of which is inside another, on lines that leave no
+        bracket open (nothing to realign). None: the chunk is for the transformer."""
+        from .layout import leaves_open
+        from .preview import _reads_kept
+        from .transform import local_edits
+
+        edited = local_edits(chunk.ops)
+        if edited is None:
+            return None
+        module = chunk.resolver.module
+        lines = self.lines[chunk.first - 1:chunk.last]
+        changes = []
+        kept = True
+        for op, new in edited.values():
+            (line, start), (end_line, end) = op.anchor
+            old, code = module.code_for_node(op.node), module.code_for_node(new)
+            text = lines[line - chunk.first]
+            if end_line != line or "\n" in code or "\r" in code or text[start:end] != old or leaves_open(text):
+                return None
+            kept = kept and _reads_kept(old, code)
+            changes.append((line - chunk.first, start, end, code))
+        for index, start, end, code in sorted(changes, reverse=True):
+            lines[index] = lines[index][:start] + code + lines[index][end:]
+        return "".join(lines), kept
 
     def _render(self, chunk: _Chunk) -> str:
         """The chunk's code with its ops applied (one transformer pass)."""
@@ -299,6 +358,8 @@ def apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Module
         tree = parse(text, "<fix>")
     attempt = FilePass(text, tree, findings).apply(findings)
     attempt.applied[:0] = text_applied
+    if text_applied:
+        attempt.rewritten = None
     return attempt
 
 

@@ -15,12 +15,13 @@ converge are dropped with a warning and the file is left as it was.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Set, Tuple
 
 from ..config import Settings
-from ..engine.linter import Linter, parse
-from ..fileio import SourceError
+from ..engine.linter import Linter, decides_per_file, parse
+from ..fileio import SourceError, split_lines
 from ..rule import Finding
 from .engine import CHUNK_GAP, Attempt, CannotFix, apply_once
 from .unused import clean_unused_imports
@@ -50,11 +51,17 @@ class _GiveUp(Exception):
 class _Rounds:
     """The state of fixing one text in rounds."""
 
-    def __init__(self, text: str, path: str, linter: Linter, settings: Settings) -> None:
+    def __init__(self, text: str, path: str, linter: Linter, settings: Settings,
+                 linted: Optional[Sequence[Finding]] = None, tree: Optional[ast.Module] = None) -> None:
         self.path, self.linter, self.settings = path, linter, settings
         self.current = text
-        self.tree: ast.Module = parse(text, path)
-        self.findings = self._lint(text, self.tree)
+        self.tree: ast.Module = tree if tree is not None else parse(text, path)
+        self.scoped = linted is not None  # (the rewritten statements alone are parsed and linted again)
+        if linted is None:
+            self.findings = self._lint(text, self.tree)
+        else:  # (copies: the settings rewrite applicabilities in place)
+            self.findings = [dataclasses.replace(f) for f in linted]
+            apply_fix_settings(self.findings, settings)
         self.seen = {text}
         self.applied: List[Finding] = []
         self.dropped: Set[tuple] = set()
@@ -99,8 +106,9 @@ class _Rounds:
             self.drop(finding, reason)
         if not attempt.applied:
             return
-        tree = self._parsed(attempt)
-        if tree is not None:
+        spliced = self._spliced(attempt) if self.scoped and attempt.reads_kept else None
+        tree = spliced if spliced is not None else self._parsed(attempt)
+        if tree is not None and not attempt.reads_kept:  # (no read of a name went: no import became unused)
             tree = self._cleaned(attempt, tree)
         if tree is None:
             return
@@ -108,9 +116,52 @@ class _Rounds:
             raise _GiveUp(f"fixes {codes(self.applied + attempt.applied)} are not idempotent (they undo each "
                           "other); file left as it was")
         self.seen.add(attempt.text)
-        self.findings = self._lint(attempt.text, tree)
+        if spliced is not None:
+            self.findings = self._lint_rewritten(attempt.text, tree, attempt.rewritten or [])
+        else:
+            self.findings = self._lint(attempt.text, tree)
         self.applied.extend(attempt.applied)
         self.current, self.tree = attempt.text, tree
+
+    def _spliced(self, attempt: Attempt) -> Optional[ast.Module]:
+        """The tree of the pass's output: the rewritten chunks parsed (in one parse, every other line blank,
+        so that they keep their lines), every other top-level statement the previous tree's; None when that
+        cannot be (the output is parsed whole then)."""
+        if attempt.rewritten is None:
+            return None
+        lines = split_lines(attempt.text, keepends=True)
+        masked = ["\n"] * len(lines)
+        for first, last in attempt.rewritten:
+            masked[first - 1:last] = lines[first - 1:last]
+        try:
+            fresh = iter(ast.parse("".join(masked)).body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        body: List[ast.stmt] = []
+        for statement in self.tree.body:
+            line = statement.lineno
+            if not any(first <= line <= last for first, last in attempt.rewritten):
+                body.append(statement)
+        body += list(fresh)
+        body.sort(key=lambda stmt: stmt.lineno)
+        return ast.Module(body=body, type_ignores=[])
+
+    def _lint_rewritten(self, text: str, tree: ast.Module, rewritten: Sequence[Tuple[int, int]]) -> List[Finding]:
+        """The findings of the output when only the `rewritten` lines changed: the rules that decide per file
+        lint it whole, the others only those lines (elsewhere their findings are the previous text's)."""
+        try:
+            found = self.linter.analyse(text, self.path, tree, within=rewritten).findings
+        except SourceError as exc:
+            raise _GiveUp(f"fixed source cannot be linted ({exc.reason}); file left as it was") from None
+        apply_fix_settings(found, self.settings)
+        whole = {r.code for r in self.linter.rules_for(self.path) if decides_per_file(r)}
+
+        def inside(line: int) -> bool:
+            return any(first <= line <= last for first, last in rewritten)
+        kept = [f for f in self.findings if f.code not in whole and not inside(f.line)]
+        out = kept + [f for f in found if f.code in whole or inside(f.line)]
+        out.sort(key=Finding.sort_key)
+        return out
 
     def _parsed(self, attempt: Attempt) -> Optional[ast.Module]:
         """The tree of the pass's output; None when it does not parse (the culprits are dropped)."""
@@ -146,14 +197,17 @@ class _Rounds:
         return None
 
 
-def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, settings: Settings) -> FileFix:
+def fix_text(text: str, path: str, findings: Sequence[Finding], linter: Linter, settings: Settings,
+             linted: bool = False, tree: Optional[ast.Module] = None) -> FileFix:
     """Apply every applicable fix to `text` in rounds; see the module docstring. `findings` only decide
-    whether there is anything to do: the fixes applied are those `linter` finds in `text`."""
+    whether there is anything to do: the fixes applied are those `linter` finds in `text`. With `linted`,
+    `findings` are what `linter` found in `text` (parsed: `tree`) just now, the first round's (the language
+    server's lint of the document: only the caller can vouch for that)."""
     original = FileFix(text, findings=list(findings))
     if not any(is_applicable(f, settings) for f in findings):
         return original
     try:
-        rounds = _Rounds(text, path, linter, settings)
+        rounds = _Rounds(text, path, linter, settings, findings if linted else None, tree)
     except SourceError as exc:  # text-level findings (unused noqa) can come from a file that does not parse
         original.warnings = [f"not fixed: the file does not parse ({exc.reason})"]
         return original

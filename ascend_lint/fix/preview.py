@@ -20,7 +20,6 @@ from ..rule import Finding
 from .edits import TextEdit, diff_edits, fix_edits
 
 _WHOLE_FILE = object()  # "apply this fix to the whole file": the local rendering does not cover it
-_LOCAL_OPS = ("expr", "kw")
 _SMALL_STATEMENT = (200, 20_000)  # lines, characters: a statement this small is parsed again to check an edit
 Change = Tuple[int, int, int, str, str]  # (line, start col, end col, old code, new code): one line, 0-based cols
 
@@ -97,25 +96,13 @@ class FileEdits:
     def _changes(self, ops: Sequence[Any], module: Any) -> Any:
         """The ops rendered in place, as Changes; _WHOLE_FILE when they are not all local."""
         from .layout import leaves_open
-        from .transform import replaced_expression, set_keyword
+        from .transform import local_edits
 
-        if any(op.kind not in _LOCAL_OPS for op in ops):
-            return _WHOLE_FILE
-        new_nodes: Dict[int, Any] = {}
-        old_nodes: Dict[int, Any] = {}
-        for op in ops:
-            if op.kind == "expr" and id(op.node) in new_nodes:
-                return _WHOLE_FILE
-            node = new_nodes.get(id(op.node), op.node)
-            new_nodes[id(op.node)] = replaced_expression(node, op.payload) if op.kind == "expr" \
-                else set_keyword(node, *op.payload)
-            old_nodes[id(op.node)] = op
-        ranges = sorted(old_nodes[key].anchor for key in new_nodes)
-        if any(a[1] > b[0] for a, b in zip(ranges, ranges[1:])):  # nested or overlapping: the transformer's job
+        edited = local_edits(ops)
+        if edited is None:  # (not all local, or nested: the transformer's job)
             return _WHOLE_FILE
         changes: List[Change] = []
-        for key, new in new_nodes.items():
-            op = old_nodes[key]
+        for op, new in edited.values():
             (line, start), (end_line, end) = op.anchor
             old, code = module.code_for_node(op.node), module.code_for_node(new)
             if end_line != line or "\n" in code or "\r" in code or self.lines[line - 1][start:end] != old \

@@ -36,11 +36,11 @@ class Op:
     noop: bool = False
 
 
-class Resolver:
-    """Maps rule spans to libcst nodes and parses the edit texts."""
+class ChunkParse:
+    """The libcst parse of one chunk's text and its node positions, in lines counted from the chunk's first
+    (read-only: kept in the cache below, shared by every Resolver of that text wherever it stands)."""
 
-    def __init__(self, wrapper: Any, offset: int = 0) -> None:
-        """`offset`: lines before the parsed chunk; ranges are kept in the file's line numbers."""
+    def __init__(self, wrapper: Any) -> None:
         self.module = wrapper.module
         self.line_of: Dict[int, Any] = {}  # small statement -> its SimpleStatementLine/Suite
         self.ranges: Dict[int, Range] = {}
@@ -48,7 +48,7 @@ class Resolver:
         self.statements: List[Any] = []
         self.has_blocks = False
         for node, pos in wrapper.resolve(PositionProvider).items():
-            rng = ((pos.start.line + offset, pos.start.column), (pos.end.line + offset, pos.end.column))
+            rng = ((pos.start.line, pos.start.column), (pos.end.line, pos.end.column))
             self.ranges[id(node)] = rng
             self.by_span.setdefault(rng, []).append(node)
             if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
@@ -59,13 +59,34 @@ class Resolver:
             elif isinstance(node, cst.IndentedBlock):
                 self.has_blocks = True
 
+
+class Resolver:
+    """Maps rule spans to libcst nodes and parses the edit texts."""
+
+    def __init__(self, parsed: ChunkParse, offset: int = 0) -> None:
+        """`offset`: lines before the parsed chunk; ranges are given in the file's line numbers."""
+        self.parsed = parsed
+        self.offset = offset
+        self.module = parsed.module
+        self.line_of = parsed.line_of
+        self.statements = parsed.statements
+        self.has_blocks = parsed.has_blocks
+
     # ---------------------------------------------------------------- lookups
     def range(self, node: Any) -> Range:
-        return self.ranges[id(node)]
+        return self.shifted(self.parsed.ranges[id(node)])
+
+    def range_of(self, node: Any) -> Optional[Range]:
+        rng = self.parsed.ranges.get(id(node))
+        return None if rng is None else self.shifted(rng)
+
+    def shifted(self, rng: Range) -> Range:
+        (line, col), (end_line, end_col) = rng
+        return (line + self.offset, col), (end_line + self.offset, end_col)
 
     def exact(self, span: Any, kinds: tuple) -> Optional[Any]:
-        key = ((span.line, span.col), (span.end_line, span.end_col))
-        return next((n for n in self.by_span.get(key, ()) if isinstance(n, kinds)), None)
+        key = ((span.line - self.offset, span.col), (span.end_line - self.offset, span.end_col))
+        return next((n for n in self.parsed.by_span.get(key, ()) if isinstance(n, kinds)), None)
 
     def containing(self, span: Any, kinds: tuple) -> Optional[Any]:
         """The innermost statement of `kinds` whose range holds `span`."""
@@ -233,30 +254,34 @@ ATOMS = ("Name", "Attribute", "Call", "Subscript", "SimpleString", "Concatenated
          "GeneratorExp", "Ellipsis")
 
 
-_RESOLVERS: "OrderedDict[Tuple[str, int], Tuple[Optional[Resolver], str]]" = OrderedDict()
-RESOLVER_CACHE = 4  # chunks kept parsed: fixes applied one at a time (editors) reuse them
+_PARSES: "OrderedDict[str, Tuple[Optional[ChunkParse], str]]" = OrderedDict()
+RESOLVER_CACHE = 4  # chunk texts kept parsed: fixes applied one at a time (editors) reuse them (the language
+# server keeps more: a document is fixed again after each edit, and its unchanged statements' parses are reused)
 PARSES = [0]  # libcst parses of a chunk so far (tests count them)
 
 
 def chunk_resolver(source: str, first: int) -> Tuple[Optional[Resolver], str]:
-    """(resolver, error) for the chunk `source` starting at line `first`; a resolver is read-only,
-    so the last few are kept: the libcst parse and its positions are most of a fix's cost."""
-    key = (source, first)
-    if key in _RESOLVERS:
-        _RESOLVERS.move_to_end(key)
-        return _RESOLVERS[key]
-    try:
-        PARSES[0] += 1
-        module = cst.parse_module(source)
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        found: Tuple[Optional[Resolver], str] = (Resolver(wrapper, first - 1), "")
-    except Exception as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        found = (None, f"libcst could not parse the statement at line {first}: {message}")
-    _RESOLVERS[key] = found
-    while len(_RESOLVERS) > RESOLVER_CACHE:
-        _RESOLVERS.popitem(last=False)
-    return found
+    """(resolver, error) for the chunk `source` starting at line `first`; the parse of a text is read-only,
+    so the last few are kept, wherever the text stands: the libcst parse and its positions are most of a
+    fix's cost."""
+    found = _PARSES.get(source)
+    if found is not None:
+        _PARSES.move_to_end(source)
+    else:
+        try:
+            PARSES[0] += 1
+            module = cst.parse_module(source)
+            found = (ChunkParse(MetadataWrapper(module, unsafe_skip_copy=True)), "")
+        except Exception as exc:
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            found = (None, message)
+        _PARSES[source] = found
+        while len(_PARSES) > RESOLVER_CACHE:
+            _PARSES.popitem(last=False)
+    parsed, message = found
+    if parsed is None:
+        return None, f"libcst could not parse the statement at line {first}: {message}"
+    return Resolver(parsed, first - 1), ""
 
 
 _STATEMENTS = (cst.BaseSmallStatement, cst.BaseCompoundStatement)

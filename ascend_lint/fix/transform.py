@@ -5,7 +5,7 @@ Imported only when a fix is applied (libcst is slow to import)."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .resolve import ATOMS, Op, Resolver, cst  # (libcst, imported there without its warnings)
 
@@ -34,7 +34,8 @@ class Transformer(cst.CSTTransformer):
         self.replace_line: Dict[int, List[Any]] = {}
         self.after: Dict[int, List[Any]] = {}
         self.body_end: Dict[int, List[Any]] = {}
-        self.ranges = resolver.ranges
+        self.ranges = resolver.parsed.ranges  # (in the chunk's lines: `offset` lines before it)
+        self.offset = resolver.offset
         self.edited = _edited_lines(ops)
         self.blank_before = False  # the line before the chunk is blank (set by the engine)
         removed: Dict[int, set] = {}
@@ -77,8 +78,8 @@ class Transformer(cst.CSTTransformer):
         rng = self.ranges.get(id(node))
         if rng is None:
             return True
-        edited = self.edited
-        first, last = min(rng[0][0], len(edited) - 1), min(rng[1][0], len(edited) - 1)
+        edited, offset = self.edited, self.offset
+        first, last = min(rng[0][0] + offset, len(edited) - 1), min(rng[1][0] + offset, len(edited) - 1)
         return edited[last] - (edited[first - 1] if first > 0 else 0) > 0
 
     def on_leave(self, original: Any, updated: Any) -> Any:
@@ -224,3 +225,20 @@ def set_keyword(call: Any, name: str, value: Any) -> Any:
                                      whitespace_after_arg=cst.SimpleWhitespace(""))
         new = new.with_changes(whitespace_after_arg=tail)
     return call.with_changes(args=args + [new])
+
+
+def local_edits(ops: Sequence[Op]) -> Optional[Dict[int, Tuple[Op, Any]]]:
+    """id(node) -> (an op on it, the node with all its ops applied), for ops that each replace an expression
+    or set a keyword of a call, none inside another (so each node's code can be printed where it stands);
+    None otherwise (the transformer's job)."""
+    edited: Dict[int, Tuple[Op, Any]] = {}
+    for op in ops:
+        if op.kind not in ("expr", "kw") or (op.kind == "expr" and id(op.node) in edited) or not op.anchor:
+            return None
+        node = edited[id(op.node)][1] if id(op.node) in edited else op.node
+        edited[id(op.node)] = (op, replaced_expression(node, op.payload) if op.kind == "expr"
+                               else set_keyword(node, *op.payload))
+    anchors = sorted(op.anchor for op, _ in edited.values())  # type: ignore[type-var]
+    if any(a[1] > b[0] for a, b in zip(anchors, anchors[1:])):  # nested or overlapping
+        return None
+    return edited

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..engine.linter import FileResult, Linter, error_finding, parse
-from ..fileio import SourceError, decode_source
+from ..core_rules import PARSE_ERROR_CODE
+from ..engine.linter import FileResult, Linter, decides_per_file, error_finding, parse
+from ..engine.walker import Stopped
+from ..fileio import SourceError, check_size, decode_source, split_lines
 from ..rule import Finding, wants_precision
 from .cache import ResultCache
 from .discovery import DiscoveryReport, Target, discover
+from .incremental import Change, Parsed, kept, merge_scoped, reparse
 from .index import ProjectIndex
 from .progress import Progress
 from .root import find_project_root
@@ -171,39 +174,121 @@ def fix_files(results: List[FileResult], workspace: Workspace, fix: Optional[Fix
 
 
 # ----------------------------------------------------------------------------- one file's text
+LINTED, SCOPED, SYNTAX_ERROR, TOO_LARGE = "linted", "scoped", "syntax-error", "too-large"
+
+
 @dataclass
 class BufferResult:
     """One buffer linted: its findings, the Linter used, the project questions asked (deps), and the index
-    it was linted against (None: linted on its own)."""
+    it was linted against (None: linted on its own). `status`: LINTED (the whole file), SCOPED (only the
+    edited scopes; the rest of the findings carried from `previous`: lint the whole file again when the
+    edits pause), SYNTAX_ERROR or TOO_LARGE. `parsed`: the last text that parsed, with its tree, for the
+    next edit to reuse (editors only)."""
 
     findings: List[Finding]
     linter: Linter
     deps: List[list] = field(default_factory=list)
     index: Optional[ProjectIndex] = None
+    status: str = LINTED
+    text: str = ""
+    parsed: Optional[Parsed] = None
+
+    @property
+    def complete(self) -> bool:
+        return self.status != SCOPED
 
 
 def lint_buffer(workspace: Workspace, path: str, text: str, tree: Optional[ast.Module] = None,
-                in_project: bool = True, replaces_file: bool = True, line_noqa: bool = True) -> BufferResult:
+                in_project: bool = True, replaces_file: bool = True, line_noqa: bool = True,
+                previous: Optional[BufferResult] = None, scoped: bool = False,
+                stop: Optional[Callable[[], bool]] = None) -> BufferResult:
     """The one-file variant of the run: the text of the file at `path` (an editor's buffer, stdin, flake8's
     lines) linted with its configuration and, `in_project`, against its project's model. `replaces_file`:
     the text stands for the file in the model (else the file on disk does: flake8 linting saved files).
-    Raises ConfigError when the file's configuration is broken."""
+    A text over `max-file-size` is not linted: one ASC000 says so. Raises ConfigError when the file's
+    configuration is broken.
+
+    `previous` (an editor's earlier result for this file) is reused: only what the edit touched is parsed
+    again (incremental.reparse); while the text does not parse, the findings of the last text that did are
+    kept (moved with the edit) next to the syntax error; with `scoped`, an edit inside function or class
+    bodies lints only those scopes (status SCOPED: the project model is not refreshed). `stop` is asked
+    while linting: True ends the lint with engine.walker.Stopped (a newer text came)."""
     settings = workspace.resolver.for_path(path)
     index = workspace.index_for(path) if in_project else None
     linter = workspace.linter(settings, index)
     try:
-        tree = tree if tree is not None else parse(text, path)
+        check_size(text.encode("utf-8", "surrogatepass"), settings.max_file_size)
+    except SourceError as exc:
+        if index is not None and replaces_file:
+            index.refresh(path, "")  # (not read: it contributes no facts)
+        return BufferResult([error_finding(path, exc.reason)], linter, [], index, TOO_LARGE, text)
+    base = previous.parsed if previous is not None else None
+    change = None
+    try:
+        if tree is not None:
+            parsed = Parsed.of(text, tree)
+        elif base is not None:
+            parsed, change = reparse(base, text, path)
+        else:
+            parsed = Parsed.of(text, parse(text, path))
     except SourceError as exc:
         if index is not None and replaces_file:
             index.refresh(path, text)  # a file that does not parse contributes no facts
-        return BufferResult([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], index)
+        error = error_finding(path, exc.reason, exc.line, exc.col)
+        return BufferResult(_kept(previous, text) + [error], linter, [], index, SYNTAX_ERROR, text, base)
+    if change is not None and change.delta:  # (the previous tree's statements moved: it is used up)
+        previous.parsed = None  # type: ignore[union-attr]
+    if scoped and change is not None and change.scoped and previous is not None and previous.status in (
+            LINTED, SCOPED) and previous.text == base.text:  # type: ignore[union-attr]
+        return _lint_scopes(linter, path, parsed, change, previous, line_noqa, stop)
+    if stop is not None and stop():
+        raise Stopped()
     if index is not None and replaces_file:
-        index.refresh(path, text, tree)
+        index.refresh(path, text, parsed.tree)
     try:
-        analysis = linter.analyse(text, path, tree, line_noqa)
+        analysis = linter.analyse(text, path, parsed.tree, line_noqa, stop=stop)
     except SourceError as exc:
-        return BufferResult([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], index)
-    return BufferResult(analysis.findings, linter, analysis.deps or [], index)
+        return BufferResult([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], index, SYNTAX_ERROR,
+                            text, parsed)
+    return BufferResult(analysis.findings, linter, analysis.deps or [], index, LINTED, text, parsed)
+
+
+def _kept(previous: Optional[BufferResult], text: str) -> List[Finding]:
+    """The findings of the last text that parsed, moved with the edits since (none without one)."""
+    if previous is None or previous.status == TOO_LARGE:
+        return []
+    old = [f for f in previous.findings if f.code != PARSE_ERROR_CODE]
+    if not old:
+        return []
+    return kept(old, split_lines(previous.text, keepends=True), split_lines(text, keepends=True))
+
+
+def _lint_scopes(linter: Linter, path: str, parsed: Parsed, change: Change, previous: BufferResult,
+                 line_noqa: bool, stop: Optional[Callable[[], bool]]) -> BufferResult:
+    """Lint only the edited region; the other findings are the previous ones, moved (see merge_scoped)."""
+    try:
+        analysis = linter.analyse(parsed.text, path, parsed.tree, line_noqa, within=[(change.first, change.new_last)],
+                                  stop=stop)
+    except SourceError as exc:
+        return BufferResult([error_finding(path, exc.reason, exc.line, exc.col)], linter, [], previous.index,
+                            SYNTAX_ERROR, parsed.text, parsed)
+    file_level = [r.code for r in linter.rules_for(path) if decides_per_file(r)]
+    findings = merge_scoped(previous.findings, analysis.findings, change, file_level)
+    return BufferResult(findings, linter, previous.deps, previous.index, SCOPED, parsed.text, parsed)
+
+
+def fix_buffer(result: BufferResult, path: str) -> Any:
+    """The safe fixes of the buffer of `path` linted whole (LINTED), applied as `--fix` applies them (a
+    fix.fixer.FileFix; its text is the buffer's when nothing applies): an editor's "fix all". The buffer's
+    tree and findings are the first round's."""
+    from ..fix.fixer import FileFix, fix_text  # (libcst is imported only when fixes are asked for)
+
+    if result.status != LINTED:
+        return FileFix(result.text)
+    parsed = result.parsed  # (None once a later edit moved its statements)
+    tree = parsed.tree if parsed is not None and parsed.text == result.text else None
+    return fix_text(result.text, path, result.findings, result.linter, result.linter.settings, linted=True,
+                    tree=tree)
 
 
 def lint_stdin(workspace: Workspace, raw: bytes, path: Optional[str]) -> Tuple[FileResult, Linter]:
@@ -224,4 +309,5 @@ def lint_stdin(workspace: Workspace, raw: bytes, path: Optional[str]) -> Tuple[F
 
 
 __all__ = ["BufferResult", "FixRequest", "Found", "Project", "Request", "RunResult", "find_files",
-           "fix_files", "index_project", "lint_buffer", "lint_project", "lint_run", "lint_stdin", "settle"]
+           "fix_buffer", "fix_files", "index_project", "lint_buffer", "lint_project", "lint_run", "lint_stdin",
+           "settle"]
