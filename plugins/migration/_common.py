@@ -358,49 +358,96 @@ def in_backend_switch(ctx: FileContext, cache: Dict, within: Optional[ast.AST] =
     CUDA, or a variable holding a CUDA probe, CUDA code is a leftover. `within`: judge the expression
     `within` (one of the current node's ancestors), i.e. only what encloses it."""
     port = porting(ctx)
+    verdict = _enclosing_ifs_verdict(ctx, port)
+    if verdict is not None:
+        return verdict
+    if (not port and _module_probe(ctx)) or _in_feature_code(ctx, cache):
+        return True
+    stack = _judged_stack(ctx, within)
+    if in_backend_table(stack):
+        return True
+    verdict = _enclosing_expressions_verdict(ctx, stack, port)
+    if verdict is not None:
+        return verdict
+    return gpu_fallback(ctx, cache, _enclosing_tests(ctx))
+
+
+def _enclosing_ifs_verdict(ctx: FileContext, port: bool) -> Optional[bool]:
+    """What the innermost `if` statement around the node that decides says: False inside its NPU branch,
+    True on the non-NPU side of a switch; None when none decides."""
     for if_node, in_else in reversed(ctx.ifs):
         polarity = npu_polarity(if_node.test)
         if polarity == (-1 if in_else else 1):
             return False  # inside the NPU branch: CUDA code here is a leftover for sure
-        if polarity or dispatches_elsewhere(if_node.test, cuda_tests=not port):
+        if polarity or dispatches_elsewhere(if_node.test, cuda_tests=not port) \
+                or _switch_branch(ctx, if_node, in_else, port):
             return True
-        if not in_else and ((not port and _held_probe(ctx, if_node.test)) or _feature_test(ctx, if_node.test)):
-            return True  # (the `else:` of such a test is the ordinary path)
-        if not in_else and any(npu_polarity(t) == 1 for t in later_tests(if_node)):
-            return True
-        if _names_cuda(if_node.test) and _other_branch_uses_npu(if_node, in_else):  # `if args.cuda: .. else: m.npu()`
-            return True
-        if port and (moves_alike(if_node.body, if_node.orelse) or npu_sibling(ctx, if_node)):
-            return True
-    if (not port and _module_probe(ctx)) or _in_feature_code(ctx, cache):
+    return None
+
+
+def _switch_branch(ctx: FileContext, if_node: ast.If, in_else: bool, port: bool) -> bool:
+    """Is this branch of an `if` whose test names no backend still one side of a switch: under a held CUDA
+    probe, a CUDA-only feature test or before an `elif` that tests for the NPU; opposite a branch that uses
+    the NPU; or, when porting, opposite a branch that moves the same objects or next to an NPU `if`?"""
+    test = if_node.test
+    if not in_else and ((not port and _held_probe(ctx, test)) or _feature_test(ctx, test)
+                        or any(npu_polarity(t) == 1 for t in later_tests(if_node))):
+        return True  # (the `else:` of such a test is the ordinary path)
+    if _names_cuda(test) and _other_branch_uses_npu(if_node, in_else):  # `if args.cuda: .. else: m.npu()`
         return True
+    return port and (moves_alike(if_node.body, if_node.orelse) or npu_sibling(ctx, if_node))
+
+
+def _judged_stack(ctx: FileContext, within: Optional[ast.AST]) -> List[ast.AST]:
+    """The stack of the current node, down to `within` when given."""
     stack = ctx.stack
     if within is not None:
         stack = stack[: next((i for i, n in enumerate(stack) if n is within), len(stack) - 1) + 1]
-    if in_backend_table(stack):
+    return stack
+
+
+def _enclosing_expressions_verdict(ctx: FileContext, stack: List[ast.AST], port: bool) -> Optional[bool]:
+    """What the outermost conditional expression, boolean operation or optional-import `try:` on `stack`
+    that decides says (None: none decides)."""
+    for node, child in zip(stack, stack[1:]):
+        verdict = _enclosing_verdict(ctx, node, child, port)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+def _enclosing_verdict(ctx: FileContext, node: ast.AST, child: ast.AST, port: bool) -> Optional[bool]:
+    """What `node`, the parent of `child` on the stack, says about the code under it (None: nothing)."""
+    if isinstance(node, ast.IfExp) and child is not node.test:
+        return _if_exp_verdict(ctx, node, child is node.body, port)
+    if isinstance(node, ast.BoolOp) and (dispatches_elsewhere(node, cuda_tests=not port) or _feature_test(ctx, node)):
         return True
-    for i, node in enumerate(stack[:-1]):
-        child = stack[i + 1]
-        if isinstance(node, ast.IfExp) and child is not node.test:
-            polarity = npu_polarity(node.test)
-            if polarity == (1 if child is node.body else -1):
-                return False
-            if polarity or dispatches_elsewhere(node.test, cuda_tests=not port):
-                return True
-            if child is node.body and not port and _held_probe(ctx, node.test):
-                return True
-            if port and (uses_npu([node.orelse if child is node.body else node.body])
-                         or moves_alike([node.body], [node.orelse])):
-                return True  # `x.cuda() if x.is_cuda else x.npu()`: the other arm is the NPU's
-        elif isinstance(node, ast.BoolOp) and (dispatches_elsewhere(node, cuda_tests=not port)
-                                               or _feature_test(ctx, node)):
-            return True
-        elif isinstance(node, ast.Try) and child in node.body and ctx.function is None \
-                and _bound_names_any(node, cuda_only_names(ctx)):
-            return True
+    if isinstance(node, ast.Try) and child in node.body and ctx.function is None \
+            and _bound_names_any(node, cuda_only_names(ctx)):
+        return True
+    return None
+
+
+def _if_exp_verdict(ctx: FileContext, node: ast.IfExp, in_body: bool, port: bool) -> Optional[bool]:
+    """What a conditional expression says about one of its arms (`in_body`: the one before `if`): False in
+    its NPU arm, True in the other arm of a switch, None when it is no switch."""
+    polarity = npu_polarity(node.test)
+    if polarity == (1 if in_body else -1):
+        return False
+    if polarity or dispatches_elsewhere(node.test, cuda_tests=not port):
+        return True
+    if in_body and not port and _held_probe(ctx, node.test):
+        return True
+    if port and (uses_npu([node.orelse if in_body else node.body]) or moves_alike([node.body], [node.orelse])):
+        return True  # `x.cuda() if x.is_cuda else x.npu()`: the other arm is the NPU's
+    return None
+
+
+def _enclosing_tests(ctx: FileContext) -> List[ast.expr]:
+    """The tests of the `if` statements, conditional expressions and `while` loops around the node."""
     tests = [if_node.test for if_node, _ in ctx.ifs]
     tests += [n.test for n in ctx.stack if isinstance(n, (ast.If, ast.IfExp, ast.While))]
-    return gpu_fallback(ctx, cache, tests)
+    return tests
 
 
 def _bound_names_any(node: ast.Try, names: set) -> bool:
@@ -419,23 +466,36 @@ def in_backend_table(stack: List[ast.AST]) -> bool:
     a keyword of `dict(...)` (`dict(cuda=torch.cuda.synchronize, npu=torch.npu.synchronize)`), or the value of
     a `(key, value)` pair among such pairs (`[('cuda', torch.cuda.synchronize), ('npu', ...)]`, also inside
     `dict(...)`/`OrderedDict(...)`)? The entry under the `cuda` key is the CUDA backend's on purpose."""
-    for i, node in enumerate(stack[:-1]):
-        child = stack[i + 1]
-        if isinstance(node, ast.Dict):
-            entries = [(_key_words(k), v) for k, v in zip(node.keys, node.values)]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
-            entries = [(_name_words(kw.arg) if kw.arg else None, kw) for kw in node.keywords]
-        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)) and child in node.elts and _pair(child):
-            entries = [(_key_words(e.elts[0]) if _pair(e) else None, e) for e in node.elts]
-        else:
-            continue
-        own = [words for words, value in entries if value is child]
-        if not own or own[0] is None:
-            continue
-        named = frozenset().union(*(words for words, _ in entries if words is not None))
-        if own[0] & (OTHER_STRING_WORDS | {"cuda", "cpu"}) or named & NPU_WORDS:
+    for node, child in zip(stack, stack[1:]):
+        entries = _table_entries(node, child)
+        if entries is not None and _backend_entry(entries, child):
             return True
     return False
+
+
+TableEntries = List[Tuple[Optional[FrozenSet[str]], ast.AST]]  # (words of the key, value) of each entry
+
+
+def _table_entries(node: ast.AST, child: ast.AST) -> Optional[TableEntries]:
+    """The entries of `node` when it is a table that may hold `child` as an entry: a dict display, a
+    `dict(...)` call or a sequence of pairs (None: it is none)."""
+    if isinstance(node, ast.Dict):
+        return [(_key_words(k), v) for k, v in zip(node.keys, node.values)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return [(_name_words(kw.arg) if kw.arg else None, kw) for kw in node.keywords]
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and child in node.elts and _pair(child):
+        return [(_key_words(e.elts[0]) if _pair(e) else None, e) for e in node.elts]
+    return None
+
+
+def _backend_entry(entries: TableEntries, child: ast.AST) -> bool:
+    """Is `child` a backend's entry of the table: its key names CUDA, the CPU or another backend, or a key
+    of the table names the NPU?"""
+    own = [words for words, value in entries if value is child]
+    if not own or own[0] is None:
+        return False
+    named = frozenset().union(*(words for words, _ in entries if words is not None))
+    return bool(own[0] & (OTHER_STRING_WORDS | {"cuda", "cpu"}) or named & NPU_WORDS)
 
 
 def _pair(node: ast.AST) -> bool:
