@@ -12,7 +12,7 @@ import pytest
 from ascend_lint.config import Settings
 from ascend_lint.engine.linter import Linter
 from ascend_lint.rule import Docs, Rule
-from ascend_lint_plugins.migration._common import in_backend_switch, in_backend_table
+from ascend_lint_plugins.migration._switches import in_backend_switch, in_backend_table
 
 
 class _AsksSwitch(Rule):

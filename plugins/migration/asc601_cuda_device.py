@@ -7,10 +7,10 @@ from typing import Dict
 from ascend_lint.rule import Applicability, Case, Docs, Edit, Rule
 from ascend_lint.astutil import argument, constant
 
-from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, dispatches_elsewhere, gpu_fallback,
-                      in_backend_switch, names_npu, npu_fix, npu_polarity, option_default, replace_in_literal,
+from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, npu_fix, option_default, replace_in_literal,
                       source, uses_torch)
 from ._flow import DeviceFlow
+from ._switches import dispatches_elsewhere, gpu_fallback, in_backend_switch, names_npu, npu_polarity
 
 # Keyword arguments that take a device.
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type"})

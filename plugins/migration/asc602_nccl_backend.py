@@ -7,7 +7,8 @@ from typing import Dict, Optional, Set
 from ascend_lint.rule import Applicability, Case, Docs, Rule
 from ascend_lint.astutil import argument, callee_name
 
-from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, option_default, replace_in_literal
+from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, npu_fix, option_default, replace_in_literal
+from ._switches import in_backend_switch
 
 # torch.distributed calls with a `backend` argument: name -> position of `backend`.
 BACKEND_CALLS = {"init_process_group": 0, "new_group": 2}

@@ -7,7 +7,8 @@ from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 from ascend_lint.astutil import contains
 
 from .._safety import Ancestry, failure_caught
-from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, torch_spelling
+from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, npu_fix, torch_spelling
+from ._switches import in_backend_switch
 from .twins import Twin, lookup
 
 PREFIX = "torch.cuda."
