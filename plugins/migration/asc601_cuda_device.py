@@ -136,14 +136,24 @@ class CudaDevice(Rule):
                 self._report_dot_cuda(node, func)
             return
         if isinstance(func, ast.Attribute) and func.attr == "format" and not node.keywords:
-            fmt = constant(func.value)
-            if isinstance(fmt, str) and fmt.startswith("cuda:{") and fmt.endswith("}") and fmt.count("{") == 1:
-                self._report_string(func.value, f"`{fmt!r}.format(...)`")
+            self._check_format(func)
             return
         option = option_default(node) if self.ctx.target == "npu" else None  # (when porting: see ASC602)
         if option is not None and option[0] & DEVICE_OPTION_WORDS:  # `add_argument('--device', default='cuda')`
             self._check_plain(option[1])
             return
+        self._check_device_arguments(node)
+
+    def _check_format(self, func: ast.Attribute) -> None:
+        """`'cuda:{}'.format(rank)`: a CUDA device string with one placeholder for the index."""
+        fmt = constant(func.value)
+        if isinstance(fmt, str) and fmt.startswith("cuda:{") and fmt.endswith("}") and fmt.count("{") == 1:
+            self._report_string(func.value, f"`{fmt!r}.format(...)`")
+
+    def _check_device_arguments(self, node: ast.Call) -> None:
+        """The devices a call is given: the first argument of a device call (`torch.device(...)`, `x.to(...)`)
+        and its device keywords (`device=`, `map_location=`...)."""
+        func = node.func
         qual = self.ctx.qualname(func)
         if qual in DEVICE_CALLS or (isinstance(func, ast.Attribute) and func.attr == "to" and qual is None):
             first = argument(node, None, 0)
