@@ -15,10 +15,12 @@ from hypothesis import given, settings, strategies as st
 from ascend_lint.cli import main
 from ascend_lint.config import Settings
 from ascend_lint.engine.linter import Linter
-from ascend_lint.pipeline import cache as cache_mod, cache_io, runner
-from ascend_lint.pipeline.cache import ProjectStore, ResultCache, content_hash, decode_finding
+from ascend_lint.pipeline import cache_entries, cache_io, cache_store, runner
+from ascend_lint.pipeline.cache import ResultCache, content_hash
+from ascend_lint.pipeline.cache_entries import decode_finding
 from ascend_lint.pipeline.cache_io import nests_within, parse_json
 from ascend_lint.pipeline.discovery import Target
+from ascend_lint.pipeline.project_store import ProjectStore
 from ascend_lint.registry import load_registry
 
 REGISTRY = load_registry()
@@ -152,18 +154,18 @@ def test_a_shard_over_the_size_bound_is_a_miss_and_is_rewritten_within_it(tmp_pa
     shard, data, _entry = result_entry(tmp_path, "bad.py")
     data["entries"]["/elsewhere/padding.py"] = ["0" * 64, 1, 0, [], [], ["x" * 4000], 0, 0]
     rewrite(shard, data)
-    monkeypatch.setattr(cache_mod, "SHARD_BYTES", os.path.getsize(shard) - 1)
+    monkeypatch.setattr(cache_store, "SHARD_BYTES", os.path.getsize(shard) - 1)
     spy = Spy(monkeypatch)
     assert run(capsys, ".") == expected
     assert "bad.py" in spy.paths  # not read: linted
-    assert os.path.getsize(shard) <= cache_mod.SHARD_BYTES
+    assert os.path.getsize(shard) <= cache_store.SHARD_BYTES
     assert result_entry(tmp_path, "bad.py")[2][3]  # rewritten with the file's findings
 
 
 def test_an_entry_too_large_for_a_shard_is_left_out_the_others_are_written(tmp_path):
     cache = ResultCache(str(tmp_path / "c"), "k" * 64)
     entries = {f"/p/{i}.py": ["0" * 64, 1, 0, [], [], ["x" * (100 if i else 5000)], 0, 0] for i in range(5)}
-    kept = cache_mod._fit(entries, 2000)
+    kept = cache_store.fit(entries, 2000)
     assert "/p/0.py" not in kept and len(kept) == 4
     assert len(json.dumps({"schema": 2, "key": cache.key, "entries": kept})) <= 2000
 
@@ -184,8 +186,8 @@ ENTRY = ["0" * 64, 10, OLD, [[2, 5, 2, 44, "ASC101", "n", "m", "warning", None]]
     lambda e: e[:5] + [[1]] + e[6:],  # notes are strings
 ])
 def test_malformed_entries_are_a_miss(change):
-    assert cache_mod._well_formed(ENTRY)
-    assert not cache_mod._well_formed(change(list(ENTRY)))
+    assert cache_entries.well_formed(ENTRY)
+    assert not cache_entries.well_formed(change(list(ENTRY)))
 
 
 @pytest.mark.parametrize("finding", [
@@ -303,7 +305,7 @@ def test_a_fix_run_relints_files_whose_cached_findings_carry_fixes_and_only_thos
 @pytest.fixture
 def trusted_stat(monkeypatch):
     """Entries written in a test trust the stat (the racy window is what a test cannot wait out)."""
-    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
+    monkeypatch.setattr(cache_entries, "RACY_NS", 0)
 
 
 def _linted_again(tmp_path, monkeypatch, capsys, change) -> List[str]:
@@ -382,9 +384,9 @@ def test_a_stat_taken_just_before_a_change_is_not_trusted(tmp_path):
     assert cache.lookup(str(path), st_) is None
     cache.store(str(path), "a" * 64, st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns + 1, [])
     assert cache._shards.get(os.path.abspath(path))[2] == 0
-    cache.store(str(path), "a" * 64, st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns + cache_mod.RACY_NS + 1, [])
+    cache.store(str(path), "a" * 64, st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns + cache_entries.RACY_NS + 1, [])
     assert cache._shards.get(os.path.abspath(path))[2] == OLD
-    cache.store(str(path), "a" * 64, st_.st_size + 1, st_.st_mtime_ns, st_.st_ctime_ns + cache_mod.RACY_NS + 1, [])
+    cache.store(str(path), "a" * 64, st_.st_size + 1, st_.st_mtime_ns, st_.st_ctime_ns + cache_entries.RACY_NS + 1, [])
     assert cache._shards.get(os.path.abspath(path))[2] == 0  # the read saw other bytes than the stat
 
 

@@ -198,7 +198,7 @@ def test_a_cached_listing_gives_what_a_fresh_walk_gives_after_each_change(tmp_pa
 
 def test_the_project_stores_listing_is_read_back(tmp_path):
     """A listing saved by the project store is valid when read back (not re-listed on every run)."""
-    from ascend_lint.pipeline.cache import ProjectStore
+    from ascend_lint.pipeline.project_store import ProjectStore
     from ascend_lint.pipeline.discovery import Listing
 
     settings = Settings(project_root=str(tmp_path), cache_dir=str(tmp_path / ".cache"))

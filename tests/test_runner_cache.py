@@ -13,7 +13,8 @@ import pytest
 
 from ascend_lint.pipeline import cache as cache_mod
 from ascend_lint.pipeline import runner
-from ascend_lint.pipeline.cache import ResultCache, decode_finding, encode_finding, run_key
+from ascend_lint.pipeline.cache import ResultCache, run_key
+from ascend_lint.pipeline.cache_entries import decode_finding, encode_finding
 from ascend_lint.cli import main
 from ascend_lint.config import Settings
 from ascend_lint.pipeline.discovery import Target

@@ -30,9 +30,9 @@ from ..config import ConfigError
 from ..engine.linter import gc_paused, parse
 from ..fileio import SourceError, decode_source, read_bytes
 from ..heap import after_reading, give_back
-from .cache import ProjectStore
 from .discovery import DiscoveryReport, Excluder, Listing, discover
 from .progress import Progress
+from .project_store import ProjectStore
 from .root import find_project_root, is_marked
 from .scope import ImportScope
 from .workers import make_chunks, map_in_workers

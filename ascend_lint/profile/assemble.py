@@ -153,18 +153,15 @@ class Sweep:
         self._chains: Dict[Tuple[int, Frame], int] = {}
 
     def run(self) -> None:
+        """One pass over the host events in time order: each gets a stack and a step, its costs go to its stack."""
         ops_by_tid: Dict[int, List[_Open]] = {}
         py_by_tid: Dict[int, List[Tuple[int, int]]] = {}
         parent_stacks: Dict[int, int] = {}
         steps = self.steps
-        for (hid, tid, ts, dur, kind, stack, name, shape, dev, cpu_n, cpu_dur, cpu_name, cpu_type, cpu_dtypes,
-             d2h_n, d2h_dur, h2d_n, h2d_dur, parent, is_parent) in self.store.host_rows():
+        for row in self.store.host_rows():
+            hid, tid, ts, dur, kind, stack, name, shape, dev = row[:9]
             end = ts + dur
-            ops = ops_by_tid.get(tid)
-            if ops is None:
-                ops = ops_by_tid[tid] = []
-            while ops and ops[-1].end <= ts:
-                ops.pop()
+            ops = _still_open(ops_by_tid, tid, ts)
             if kind == sig.KIND_PYFUNC:
                 self._python_frame(py_by_tid, tid, ts, end, name)
                 continue
@@ -177,50 +174,60 @@ class Sweep:
             own = stack >= 0
             chain = False
             if not own:
-                if parent is not None:
-                    stack = parent_stacks.pop(parent, NO_STACK)
-                if stack < 0:
-                    for entry in reversed(ops):
-                        if entry.stack >= 0:
-                            stack = entry.stack
-                            break
-                if stack < 0:
-                    stack, chain = self._chain_at(py_by_tid, tid, ts)
-            if is_parent and stack >= 0:
-                if len(parent_stacks) >= MAX_OPEN_PARENTS:  # forward ops whose backward never came
-                    del parent_stacks[next(iter(parent_stacks))]
-                parent_stacks[hid] = stack
+                # (row[18]: the operator's flow parent)
+                stack, chain = self._borrowed_stack(row[18], ops, py_by_tid, tid, ts, parent_stacks)
+            if row[19] and stack >= 0:  # a flow parent itself (a forward operator)
+                _keep_parent(parent_stacks, hid, stack)
             reading = bool(ops) and ops[-1].reading
             if own or chain:
                 self._count_stack(stack, step)
             if stack < 0:
                 self.counts.unattributed_device_ns += dev or 0
             elif step >= 0:
-                cost = self.costs.get(stack)
-                if cost is None:
-                    cost = self.costs[stack] = StackCost()
-                cost.calls += 1
-                cost.steps |= bit
-                if not ops:
-                    cost.host_ns += dur
-                if dev:
-                    cost.device_ns += dev
-                if cpu_n:
-                    cost.aicpu.add(cpu_n, cpu_dur, bit)
-                    key = (self.names.values[cpu_name] if cpu_name is not None else "", cpu_type or "",
-                           cpu_dtypes or "")
-                    if key in cost.kernels or len(cost.kernels) < MAX_KERNELS:
-                        tally = cost.kernels.setdefault(key, [0, 0])
-                        tally[0] += cpu_n
-                        tally[1] += cpu_dur
-                if d2h_n:
-                    cost.d2h.add(d2h_n, d2h_dur, bit)
-                if h2d_n:
-                    cost.h2d.add(h2d_n, h2d_dur, bit)
-                if kind == sig.KIND_D2H_READ and not reading:
-                    cost.read.add(1, dur, bit)
-                    cost.wait_ns += dur
+                self._charge(stack, row, bit, not ops, reading)
             ops.append(_Open(ts, end, stack, reading or kind == sig.KIND_D2H_READ, shape))
+
+    def _borrowed_stack(self, parent: Optional[int], ops: List[_Open], py_by_tid: Dict[int, List[Tuple[int, int]]],
+                        tid: int, ts: int, parent_stacks: Dict[int, int]) -> Tuple[int, bool]:
+        """(the stack of an operator without its own, whether it is a python chain): its flow parent's, else
+        the innermost enclosing operator's on the thread, else the python chain open there."""
+        stack = NO_STACK
+        if parent is not None:
+            stack = parent_stacks.pop(parent, NO_STACK)
+        if stack < 0:
+            for entry in reversed(ops):
+                if entry.stack >= 0:
+                    return entry.stack, False
+            return self._chain_at(py_by_tid, tid, ts)
+        return stack, False
+
+    def _charge(self, stack: int, row: Sequence, bit: int, outermost: bool, reading: bool) -> None:
+        """Add an in-step operator's costs (a host row, see EventStore.host_rows) to its stack's."""
+        (_, _, _, dur, kind, _, _, _, dev, cpu_n, cpu_dur, cpu_name, cpu_type, cpu_dtypes, d2h_n, d2h_dur, h2d_n,
+         h2d_dur, _, _) = row
+        cost = self.costs.get(stack)
+        if cost is None:
+            cost = self.costs[stack] = StackCost()
+        cost.calls += 1
+        cost.steps |= bit
+        if outermost:
+            cost.host_ns += dur
+        if dev:
+            cost.device_ns += dev
+        if cpu_n:
+            cost.aicpu.add(cpu_n, cpu_dur, bit)
+            key = (self.names.values[cpu_name] if cpu_name is not None else "", cpu_type or "", cpu_dtypes or "")
+            if key in cost.kernels or len(cost.kernels) < MAX_KERNELS:
+                tally = cost.kernels.setdefault(key, [0, 0])
+                tally[0] += cpu_n
+                tally[1] += cpu_dur
+        if d2h_n:
+            cost.d2h.add(d2h_n, d2h_dur, bit)
+        if h2d_n:
+            cost.h2d.add(h2d_n, h2d_dur, bit)
+        if kind == sig.KIND_D2H_READ and not reading:
+            cost.read.add(1, dur, bit)
+            cost.wait_ns += dur
 
     def _api(self, ops_by_tid: Dict[int, List[_Open]], ops: List[_Open], kind: int, ts: int, end: int,
              bit: int, step: int) -> None:
@@ -306,6 +313,23 @@ class Sweep:
         if not py:
             return NO_STACK, False
         return py[-1][1], True
+
+
+def _still_open(ops_by_tid: Dict[int, List[_Open]], tid: int, ts: int) -> List[_Open]:
+    """The thread's operators still open at `ts` (those that ended before are dropped)."""
+    ops = ops_by_tid.get(tid)
+    if ops is None:
+        ops = ops_by_tid[tid] = []
+    while ops and ops[-1].end <= ts:
+        ops.pop()
+    return ops
+
+
+def _keep_parent(parent_stacks: Dict[int, int], hid: int, stack: int) -> None:
+    """Keep a forward operator's stack for its backward operator (the oldest dropped past MAX_OPEN_PARENTS)."""
+    if len(parent_stacks) >= MAX_OPEN_PARENTS:  # forward ops whose backward never came
+        del parent_stacks[next(iter(parent_stacks))]
+    parent_stacks[hid] = stack
 
 
 def per_step_threshold(steps: int) -> int:

@@ -99,24 +99,25 @@ class TraceScanner:
         self.names = names
         self.stacks = stacks
         self.scan = TraceScan()
+        self._host: List[tuple] = []  # the store's pending rows (set by read)
+        self._tasks: List[tuple] = []
 
     def read(self, raw: IO[bytes]) -> TraceScan:
+        """Scan the trace. Framework operators and flow ends (most of the events) are handled in the loop
+        itself, other complete events by _other_complete, process names by _process_name."""
         scan = self.scan
         store = self.store
-        host, tasks, flow_s, flow_f = store.rows("host"), store.rows("task"), store.rows("flow_s"), store.rows("flow_f")
+        host, flow_s, flow_f = store.rows("host"), store.rows("flow_s"), store.rows("flow_f")
+        self._host, self._tasks = host, store.rows("task")
         name_id = self.names.id
         stack_of = self.stacks.from_text
-        process_names = scan.process_names
         steps = scan.steps
-        cpu_op, python_cat, device_flow, host_flows = sig.CAT_CPU_OP, sig.CAT_PYTHON, sig.CAT_DEVICE_FLOW, \
-            sig.HOST_FLOW_CATS
-        task_type_arg, call_stack_arg, dims_arg = sig.TASK_TYPE_ARG, sig.CALL_STACK_ARG, sig.INPUT_DIMS_ARG
+        cpu_op, call_stack_arg, dims_arg = sig.CAT_CPU_OP, sig.CALL_STACK_ARG, sig.INPUT_DIMS_ARG
         step_prefix, d2h_read_ops = sig.STEP_PREFIX, sig.D2H_READ_OPS
-        kind_op, kind_read, kind_pyfunc = sig.KIND_OP, sig.KIND_D2H_READ, sig.KIND_PYFUNC
-        api_kind, framework_kind = sig.api_kind, sig.framework_kind
-        task_row = self._task_row
+        kind_op, kind_read = sig.KIND_OP, sig.KIND_D2H_READ
+        other_complete = self._other_complete
         place, duration = _place, _duration
-        events = skipped = with_stack = python_frames = device_tasks = flows = 0
+        events = skipped = with_stack = flows = 0
         try:
             for batch in iter_trace_batches(raw, on_skip=self._skip):
                 events += len(batch)
@@ -129,10 +130,11 @@ class TraceScanner:
                             args = event.get("args")
                             if type(args) is not dict:
                                 args = {}
-                            if cat == cpu_op:
-                                if name.startswith(step_prefix):
-                                    steps.append(_step(event, name))
-                                    continue
+                            if cat != cpu_op:
+                                other_complete(event, name, cat, args)
+                            elif name.startswith(step_prefix):
+                                steps.append(_step(event, name))
+                            else:
                                 text = args.get(call_stack_arg)
                                 stack = NO_STACK
                                 if type(text) is str and text:
@@ -143,41 +145,15 @@ class TraceScanner:
                                 host.append((*place(event), duration(event),
                                              kind_read if name in d2h_read_ops else kind_op, stack, name_id(name),
                                              shape))
-                            elif task_type_arg in args:
-                                device_tasks += 1
-                                tasks.append(task_row(event, name, args))
-                            elif cat == python_cat:
-                                python_frames += 1
-                                # C calls are named by repr() (`<built-in method ... at 0x7f...>`): not a frame,
-                                # and too many distinct names to keep
-                                host.append((*place(event), duration(event), kind_pyfunc, NO_STACK,
-                                             NO_NAME if name.startswith("<") else name_id(name), 0))
-                            elif "@" in name:
-                                kind = api_kind(name)
-                                if kind:
-                                    host.append((*place(event), duration(event), kind, NO_STACK, name_id(name), 0))
-                            elif not cat:
-                                if name.startswith(step_prefix):
-                                    steps.append(_step(event, name))
-                                elif "::" in name or name in MINDSPORE_STAGES:
-                                    host.append((*place(event), duration(event), framework_kind(name), NO_STACK,
-                                                 name_id(name), 0))
                         elif ph == "s" or ph == "f":
-                            cat = event.get("cat")
-                            if cat == device_flow:
-                                kind = FLOW_DEVICE
-                            elif cat in host_flows:
-                                kind = FLOW_HOST
-                            else:
-                                continue
-                            flows += 1
-                            fid = event.get("id")
-                            (flow_s if ph == "s" else flow_f).append(
-                                (kind, fid if type(fid) is int else hash(str(fid)), *place(event)))
-                        elif ph == "M" and event.get("name") == "process_name":
-                            args = event.get("args")
-                            if type(args) is dict and type(args.get("name")) is str:
-                                process_names[event.get("pid")] = args["name"]
+                            kind = FLOW_KINDS.get(event.get("cat"))
+                            if kind is not None:
+                                flows += 1
+                                fid = event.get("id")
+                                (flow_s if ph == "s" else flow_f).append(
+                                    (kind, fid if type(fid) is int else hash(str(fid)), *place(event)))
+                        elif ph == "M":
+                            self._process_name(event)
                     except (ValueError, TypeError, AttributeError, KeyError, OverflowError):
                         skipped += 1
                 store.spill()
@@ -186,11 +162,39 @@ class TraceScanner:
         scan.events += events
         scan.skipped += skipped
         scan.ops_with_call_stack += with_stack
-        scan.python_frames += python_frames
-        scan.device_tasks += device_tasks
         scan.flows += flows
         store.flush()
         return scan
+
+    def _other_complete(self, event: dict, name: str, cat: object, args: dict) -> None:
+        """A complete (`X`) event that is not a framework operator: a device task, a python-tracer frame, a
+        CANN API, or (no category) a step marker or a framework stage."""
+        if sig.TASK_TYPE_ARG in args:
+            self.scan.device_tasks += 1
+            self._tasks.append(self._task_row(event, name, args))
+        elif cat == sig.CAT_PYTHON:
+            self.scan.python_frames += 1
+            # C calls are named by repr() (`<built-in method ... at 0x7f...>`): not a frame, and too many distinct
+            # names to keep
+            self._host.append((*_place(event), _duration(event), sig.KIND_PYFUNC, NO_STACK,
+                               NO_NAME if name.startswith("<") else self.names.id(name), 0))
+        elif "@" in name:
+            kind = sig.api_kind(name)
+            if kind:
+                self._host.append((*_place(event), _duration(event), kind, NO_STACK, self.names.id(name), 0))
+        elif not cat:
+            if name.startswith(sig.STEP_PREFIX):
+                self.scan.steps.append(_step(event, name))
+            elif "::" in name or name in MINDSPORE_STAGES:
+                self._host.append((*_place(event), _duration(event), sig.framework_kind(name), NO_STACK,
+                                   self.names.id(name), 0))
+
+    def _process_name(self, event: dict) -> None:
+        """A metadata (`M`) event naming a process."""
+        if event.get("name") == "process_name":
+            args = event.get("args")
+            if type(args) is dict and type(args.get("name")) is str:
+                self.scan.process_names[event.get("pid")] = args["name"]
 
     def _skip(self, _kind: str) -> None:
         self.scan.skipped += 1
@@ -209,6 +213,8 @@ class TraceScanner:
         return (*_place(event), _duration(event), kind, self.names.id(name))
 
 
+# Flow categories kept: launches (host -> device) and host -> host links (forward -> backward, frontend -> launch).
+FLOW_KINDS = {sig.CAT_DEVICE_FLOW: FLOW_DEVICE, **{cat: FLOW_HOST for cat in sig.HOST_FLOW_CATS}}
 MINDSPORE_STAGES = frozenset({"SyncStream", "Asnumpy", "RunOp", "RunGraph", "RunGrad", "WaitPipeline"})
 
 

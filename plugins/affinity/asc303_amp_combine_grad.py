@@ -8,7 +8,7 @@ from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 from ascend_lint.analysis.semantic import FileContext
 from ascend_lint.astutil import argument, constant, keyword
 
-from ..migration._common import in_backend_switch
+from ..migration._switches import in_backend_switch
 
 AMP_INITIALIZE = ("apex.amp.initialize", "apex.amp.frontend.initialize")
 COMBINE_LEVELS = ("O1", "O2")  # Ascend apex rejects combine_grad / combine_ddp at other opt levels

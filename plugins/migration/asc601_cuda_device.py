@@ -7,10 +7,10 @@ from typing import Dict
 from ascend_lint.rule import Applicability, Case, Docs, Edit, Rule
 from ascend_lint.astutil import argument, constant
 
-from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, dispatches_elsewhere, gpu_fallback,
-                      in_backend_switch, names_npu, npu_fix, npu_polarity, option_default, replace_in_literal,
+from ._common import (NOT_LEFTOVERS, NPU_FIX_SAFETY, cuda_device_string, npu_fix, option_default, replace_in_literal,
                       source, uses_torch)
 from ._flow import DeviceFlow
+from ._switches import dispatches_elsewhere, gpu_fallback, in_backend_switch, names_npu, npu_polarity
 
 # Keyword arguments that take a device.
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type"})
@@ -137,14 +137,24 @@ class CudaDevice(Rule):
                 self._report_dot_cuda(node, func)
             return
         if isinstance(func, ast.Attribute) and func.attr == "format" and not node.keywords:
-            fmt = constant(func.value)
-            if isinstance(fmt, str) and fmt.startswith("cuda:{") and fmt.endswith("}") and fmt.count("{") == 1:
-                self._report_string(func.value, f"`{fmt!r}.format(...)`")
+            self._check_format(func)
             return
         option = option_default(node) if self.ctx.target == "npu" else None  # (when porting: see ASC602)
         if option is not None and option[0] & DEVICE_OPTION_WORDS:  # `add_argument('--device', default='cuda')`
             self._check_plain(option[1])
             return
+        self._check_device_arguments(node)
+
+    def _check_format(self, func: ast.Attribute) -> None:
+        """`'cuda:{}'.format(rank)`: a CUDA device string with one placeholder for the index."""
+        fmt = constant(func.value)
+        if isinstance(fmt, str) and fmt.startswith("cuda:{") and fmt.endswith("}") and fmt.count("{") == 1:
+            self._report_string(func.value, f"`{fmt!r}.format(...)`")
+
+    def _check_device_arguments(self, node: ast.Call) -> None:
+        """The devices a call is given: the first argument of a device call (`torch.device(...)`, `x.to(...)`)
+        and its device keywords (`device=`, `map_location=`...)."""
+        func = node.func
         qual = self.ctx.qualname(func)
         if qual in DEVICE_CALLS or (isinstance(func, ast.Attribute) and func.attr == "to" and qual is None):
             first = argument(node, None, 0)

@@ -7,7 +7,8 @@ from typing import Dict, Optional, Set
 from ascend_lint.rule import Applicability, Case, Docs, Rule
 from ascend_lint.astutil import argument, callee_name
 
-from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, option_default, replace_in_literal
+from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, npu_fix, option_default, replace_in_literal
+from ._switches import in_backend_switch
 
 # torch.distributed calls with a `backend` argument: name -> position of `backend`.
 BACKEND_CALLS = {"init_process_group": 0, "new_group": 2}
@@ -103,36 +104,16 @@ class NcclBackend(Rule):
         option = option_default(node) if self.ctx.target == "npu" else None
         if option is not None:  # `parser.add_argument('--dist-backend', default='nccl')`, when porting (--target npu):
             # elsewhere launch scripts often pass `--dist-backend hccl` (16 of 16 such findings DEBATABLE on tuning)
-            default, dest = option[1], _dest(node)
-            if isinstance(default, ast.Constant) and default.value == "nccl" and dest \
-                    and not in_backend_switch(self.ctx, self._switches):
-                self._defaults[dest] = default
+            self._note_default(node, option[1])
             return
-        func = node.func
-        qual = self.ctx.qualname(func)
-        name = callee_name(node)
-        if qual is not None:  # `init_process_group as ipg`: the imported name, not the alias
-            name = qual.rsplit(".", 1)[-1]
-        if name not in BACKEND_CALLS:
-            return
-        if qual is not None and not qual.startswith("torch.distributed."):
-            return
-        if qual is None and not isinstance(func, ast.Attribute):
-            return
-        value = argument(node, "backend", BACKEND_CALLS[name])
+        name = self._backend_call(node)
+        value = argument(node, "backend", BACKEND_CALLS[name]) if name is not None else None
         if value is None:
             return
         if isinstance(value, ast.Attribute) and not in_backend_switch(self.ctx, self._switches):
             self._passed.add(value.attr)
-        literal = value
-        if isinstance(value, ast.Name):
-            bound = self.ctx.binding_before(value.id, value)
-            if bound is None or bound.index is not None or bound.value is None:
-                return
-            literal = bound.value
-        if not (isinstance(literal, ast.Constant) and literal.value == "nccl"):
-            return
-        if in_backend_switch(self.ctx, self._switches):
+        literal = self._nccl_literal(value)
+        if literal is None or in_backend_switch(self.ctx, self._switches):
             return
         edit = replace_in_literal(self.ctx, literal, "nccl", "hccl")  # (at the binding for a local name)
         fix = None
@@ -140,6 +121,41 @@ class NcclBackend(Rule):
             fix = npu_fix(self.ctx, "Replace 'nccl' with 'hccl'" + ("" if literal is value else " where it is bound"),
                           edit, changes_results=literal is not value)
         self.report(value, call=name, fix=fix)
+
+    def _note_default(self, node: ast.Call, default: ast.expr) -> None:
+        """Remember an option's 'nccl' default (outside a backend switch): reported if the file passes the
+        option as the backend (end_file)."""
+        dest = _dest(node)
+        if isinstance(default, ast.Constant) and default.value == "nccl" and dest \
+                and not in_backend_switch(self.ctx, self._switches):
+            self._defaults[dest] = default
+
+    def _backend_call(self, node: ast.Call) -> Optional[str]:
+        """The name of the torch.distributed call with a backend argument this is (`init_process_group`,
+        `new_group`; an unresolved name only as a method, `dist.new_group(...)`), else None."""
+        func = node.func
+        qual = self.ctx.qualname(func)
+        name = callee_name(node)
+        if qual is not None:  # `init_process_group as ipg`: the imported name, not the alias
+            name = qual.rsplit(".", 1)[-1]
+        if name not in BACKEND_CALLS:
+            return None
+        if qual is not None and not qual.startswith("torch.distributed."):
+            return None
+        if qual is None and not isinstance(func, ast.Attribute):
+            return None
+        return name
+
+    def _nccl_literal(self, value: ast.expr) -> Optional[ast.Constant]:
+        """The 'nccl' string the backend argument is: the argument itself, or the value a local name is bound
+        to before it (None: anything else)."""
+        literal = value
+        if isinstance(value, ast.Name):
+            bound = self.ctx.binding_before(value.id, value)
+            if bound is None or bound.index is not None or bound.value is None:
+                return None
+            literal = bound.value
+        return literal if isinstance(literal, ast.Constant) and literal.value == "nccl" else None
 
     def end_file(self) -> None:
         """The 'nccl' default of an option whose value the file passes as the backend (in any order)."""

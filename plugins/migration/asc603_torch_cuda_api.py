@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict
+from typing import Dict, List, Optional, Tuple
 from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 from ascend_lint.astutil import contains
 
 from .._safety import Ancestry, failure_caught
-from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, in_backend_switch, npu_fix, torch_spelling
+from ._common import NOT_LEFTOVERS, NPU_FIX_SAFETY, npu_fix, torch_spelling
+from ._switches import in_backend_switch
 from .twins import Twin, lookup
 
 PREFIX = "torch.cuda."
@@ -165,27 +166,39 @@ class TorchCudaApi(Rule):
         module = node.module or ""
         if node.level or not (module == "torch.cuda" or module.startswith(PREFIX)):
             return
-        found = [(alias, lookup(f"{module[len('torch.cuda.'):]}.{alias.name}".lstrip(".")))
-                 for alias in node.names if alias.name != "*"]
-        found = [(alias, twin) for alias, twin in found
-                 if twin is not None and not self._annotation_only(alias.asname or alias.name)]
+        found = self._imported_twins(node, module)
         if not found or in_backend_switch(self.ctx, self._switches):
             return
-        fix = None
-        if len(found) == len(node.names) and all(t.exact for _, t in found) and node.lineno == node.end_lineno:
-            quiet = any(not t.fails_without_cuda for _, t in found) or not all(
-                self._only_called(alias.asname or alias.name) for alias, _ in found)
-            names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
-            text = f"from torch_npu.npu{module[len('torch.cuda'):]} import {names}"
-            status = self.ctx.import_status("torch_npu")
-            if status != "guarded":  # a guarded torch_npu: this import must keep working without it
-                applicability = Applicability.SAFE if status and not quiet else Applicability.UNSAFE
-                fix = Fix(applicability, f"Import from `torch_npu.npu{module[len('torch.cuda'):]}`",
-                          (Edit("replace", self.ctx.span(node), text),))
+        fix = self._import_fix(node, module, found)
         for index, (alias, twin) in enumerate(found):
             full = f"{module}.{alias.name}"
             self.report(alias if hasattr(alias, "lineno") else node, message=self._message(full, twin),
                         fix=fix if index == 0 else None)
+
+    def _imported_twins(self, node: ast.ImportFrom, module: str) -> List[Tuple[ast.alias, Twin]]:
+        """The names the import takes from `module` (a `torch.cuda` module) that have a twin, less those used
+        only in type annotations."""
+        found = [(alias, lookup(f"{module[len('torch.cuda.'):]}.{alias.name}".lstrip(".")))
+                 for alias in node.names if alias.name != "*"]
+        return [(alias, twin) for alias, twin in found
+                if twin is not None and not self._annotation_only(alias.asname or alias.name)]
+
+    def _import_fix(self, node: ast.ImportFrom, module: str, found: List[Tuple[ast.alias, Twin]]) -> Optional[Fix]:
+        """The import from `torch_npu.npu...` instead, when every name it takes has an exact twin and it is one
+        line; safe where torch_npu is imported, every twin fails without CUDA and every use is a call (None:
+        no fix, also where torch_npu is imported behind a guard: this import must keep working without it)."""
+        if not (len(found) == len(node.names) and all(t.exact for _, t in found) and node.lineno == node.end_lineno):
+            return None
+        quiet = any(not t.fails_without_cuda for _, t in found) or not all(
+            self._only_called(alias.asname or alias.name) for alias, _ in found)
+        names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
+        text = f"from torch_npu.npu{module[len('torch.cuda'):]} import {names}"
+        status = self.ctx.import_status("torch_npu")
+        if status == "guarded":
+            return None
+        applicability = Applicability.SAFE if status and not quiet else Applicability.UNSAFE
+        return Fix(applicability, f"Import from `torch_npu.npu{module[len('torch.cuda'):]}`",
+                   (Edit("replace", self.ctx.span(node), text),))
 
     # ----------------------------------------------------------------- helpers
     def _check(self, node: ast.expr) -> None:

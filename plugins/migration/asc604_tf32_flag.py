@@ -6,7 +6,8 @@ from typing import Dict
 
 from ascend_lint.rule import Applicability, Case, Docs, Edit, Rule
 
-from ._common import NOT_LEFTOVERS, in_backend_switch, npu_fix
+from ._common import NOT_LEFTOVERS, npu_fix
+from ._switches import in_backend_switch
 
 # CUDA flag -> (torch.npu twin below `torch.`, the twin's default on Ascend)
 HF32_TWINS = {

@@ -6,8 +6,9 @@ from typing import Dict, List, Optional, Tuple
 
 from ascend_lint.rule import Applicability, Case, Docs, Edit, Fix, Rule
 
-from ._common import (cuda_device_string, cuda_only_names, in_backend_switch, later_tests, moves_alike, names_npu,
-                      names_other_backend, npu_fix, npu_polarity, npu_sibling, source, uses_npu, uses_torch)
+from ._common import cuda_device_string, npu_fix, source, uses_torch
+from ._switches import (cuda_only_names, in_backend_switch, later_tests, moves_alike, names_npu, names_other_backend,
+                        npu_polarity, npu_sibling, uses_npu)
 from .device_tests import DeviceTest, device_subject, device_test, readable_twice
 
 # What the CUDA side of a test switches on, by the names it uses (for the message).

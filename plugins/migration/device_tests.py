@@ -54,18 +54,26 @@ def device_subject(node: ast.expr) -> bool:
     if isinstance(node, ast.Name):
         return names_device(node.id)
     if isinstance(node, ast.Subscript):
-        key = node.slice
-        return isinstance(key, ast.Constant) and isinstance(key.value, str) and names_device(key.value)
+        return _device_key(node.slice)
     if isinstance(node, ast.Call) and not node.keywords:
-        func = node.func
-        if isinstance(func, ast.Name) and func.id == "str" and len(node.args) == 1:
-            return device_subject(node.args[0])
-        if isinstance(func, ast.Attribute) and func.attr in STRING_METHODS and not node.args:
-            return device_subject(func.value)
-        if isinstance(func, ast.Attribute) and func.attr == "get" and node.args and plain(func.value):
-            key = node.args[0]
-            return isinstance(key, ast.Constant) and isinstance(key.value, str) and names_device(key.value) \
-                and all(isinstance(a, ast.Constant) for a in node.args)
+        return _device_call(node)
+    return False
+
+
+def _device_key(key: ast.AST) -> bool:
+    """A string constant that names a device (`'device'` of `cfg['device']`, `'DEVICE'` of `environ.get(...)`)."""
+    return isinstance(key, ast.Constant) and isinstance(key.value, str) and names_device(key.value)
+
+
+def _device_call(node: ast.Call) -> bool:
+    """A call without keywords that returns a device: `str(device)`, `device.lower()`, `os.environ.get('DEVICE')`."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id == "str" and len(node.args) == 1:
+        return device_subject(node.args[0])
+    if isinstance(func, ast.Attribute) and func.attr in STRING_METHODS and not node.args:
+        return device_subject(func.value)
+    if isinstance(func, ast.Attribute) and func.attr == "get" and node.args and plain(func.value):
+        return _device_key(node.args[0]) and all(isinstance(a, ast.Constant) for a in node.args)
     return False
 
 
@@ -88,29 +96,39 @@ def _strings(node: ast.AST) -> Optional[list]:
 def device_test(node: ast.AST) -> Optional[DeviceTest]:
     """`node` as a test of the device that accepts CUDA and not the NPU, or None."""
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        op, left, right = node.ops[0], node.left, node.comparators[0]
-        if isinstance(op, (ast.Eq, ast.NotEq)):
-            for literal, subject in ((right, left), (left, right)):
-                if _is_cuda(literal) and device_subject(subject):
-                    return DeviceTest(node, subject, "eq", isinstance(op, ast.Eq), literal)
-        elif isinstance(op, (ast.In, ast.NotIn)):
-            if _is_cuda(left) and device_subject(right):
-                return DeviceTest(node, right, "contains", isinstance(op, ast.In), left)
-            names = _strings(right)
-            if names is not None and CUDA in names and not any(map(_names_npu, names)) and device_subject(left):
-                return DeviceTest(node, left, "member", isinstance(op, ast.In), right)
-        return None
+        return _comparison_test(node)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith":
-        if len(node.args) != 1 or node.keywords or not device_subject(node.func.value):
-            return None
-        prefix = node.args[0]
-        names = _strings(prefix) if not isinstance(prefix, ast.Constant) else [prefix.value]
-        if names and all(isinstance(n, str) for n in names) and any(n.startswith(CUDA) for n in names) \
-                and not any(map(_names_npu, names)):
-            return DeviceTest(node, node.func.value, "prefix", True, prefix)
-        return None
+        return _prefix_test(node)
     if isinstance(node, ast.Attribute) and node.attr == "is_cuda" and isinstance(node.ctx, ast.Load):
         return DeviceTest(node, node.value, "is_cuda", True, None)
+    return None
+
+
+def _comparison_test(node: ast.Compare) -> Optional[DeviceTest]:
+    """`device == 'cuda'` (either side), `'cuda' in device`, `device in ('cuda', 'gpu')`, and their negations."""
+    op, left, right = node.ops[0], node.left, node.comparators[0]
+    if isinstance(op, (ast.Eq, ast.NotEq)):
+        for literal, subject in ((right, left), (left, right)):
+            if _is_cuda(literal) and device_subject(subject):
+                return DeviceTest(node, subject, "eq", isinstance(op, ast.Eq), literal)
+    elif isinstance(op, (ast.In, ast.NotIn)):
+        if _is_cuda(left) and device_subject(right):
+            return DeviceTest(node, right, "contains", isinstance(op, ast.In), left)
+        names = _strings(right)
+        if names is not None and CUDA in names and not any(map(_names_npu, names)) and device_subject(left):
+            return DeviceTest(node, left, "member", isinstance(op, ast.In), right)
+    return None
+
+
+def _prefix_test(node: ast.Call) -> Optional[DeviceTest]:
+    """`device.startswith('cuda')` (or a tuple of prefixes holding one that starts with `cuda`, none `npu`)."""
+    if len(node.args) != 1 or node.keywords or not device_subject(node.func.value):
+        return None
+    prefix = node.args[0]
+    names = _strings(prefix) if not isinstance(prefix, ast.Constant) else [prefix.value]
+    if names and all(isinstance(n, str) for n in names) and any(n.startswith(CUDA) for n in names) \
+            and not any(map(_names_npu, names)):
+        return DeviceTest(node, node.func.value, "prefix", True, prefix)
     return None
 
 
