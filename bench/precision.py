@@ -46,7 +46,9 @@ CORPUS = os.path.join(ROOT, "docs", "precision", "corpus.tsv")
 TRIAGE = os.path.join(ROOT, "docs", "precision", "triage.tsv")
 DOC = os.path.join(ROOT, "docs", "precision.md")
 DATA = os.path.join(ROOT, "ascend_lint", "precision.json")
-RECALL = os.path.join(ROOT, "docs", "precision", "recall.tsv")
+# The recall hunt of the current held-out set (issue 29: made blind, before the rules were final; recall.tsv
+# is the earlier round's, on repositories that are tuning repositories since).
+RECALL = os.path.join(ROOT, "docs", "precision", "recall-heldout.tsv")
 RECALL_HEADER = ("rule", "repo@commit", "path:line", "real", "reported", "reason")
 RECALL_GROUPS = ("ASC2", "ASC5", "ASC7")  # the issue's recall bar: <= 1 in 4 real issues missed per group
 BAR_MISSED = 0.25
@@ -355,10 +357,12 @@ def render_section(data: dict, repos: Sequence[Repo]) -> str:
         out += repo_table(figures, [r for r in role_repos if r.label in measured["repos"]])
         out.append("")
     out += ["### Held-out recall hunt", "",
-            f"From `{os.path.relpath(RECALL, ROOT)}`: each rule's pattern grepped in the held-out checkouts and the "
-            f"candidates read in context (all of them, or about 40 per rule spread over the repositories); *real* = the pattern on a hot path of code that runs on an NPU in training, not excluded "
-            f"by the rule's catalogue entry; *reported* = a rule (default or preview) reports it. The bar: at most "
-            f"{100 * BAR_MISSED:.0f} % of real issues missed for ASC2xx, ASC5xx and ASC7xx.", ""]
+            f"From `{os.path.relpath(RECALL, ROOT)}` (method and sampling: `recall-heldout.md`): a blind hunt made "
+            f"before the rules were final, each rule family's pattern grepped in the held-out checkouts and the "
+            f"candidates read in context; *real* = a real Ascend cost on a path that runs (rows judged unsure count "
+            f"as not real); *reported* = a rule reports it, by the default set or only with `--preview`. The "
+            f"bar (issue 29): the default set reports at least 60 % of the real issues, `--preview` at least 75 %.",
+            ""]
     out += recall_table()
     out += ["", END]
     return "\n".join(out)
@@ -397,6 +401,7 @@ def recall_table(path: str = RECALL) -> List[str]:
     for group in RECALL_GROUPS:
         sums = [sum(v[i] for r, v in per_rule.items() if r.startswith(group)) for i in range(4)]
         out.append(line(f"**{group}xx**", *sums))
+    out.append(line("**all**", *[sum(v[i] for v in per_rule.values()) for i in range(4)]))
     return out
 
 
