@@ -50,6 +50,45 @@ def counted(monkeypatch):
     return lambda: (engine.PASSES[0], resolve.PARSES[0])
 
 
+def _parsed_chunks_held(monkeypatch) -> list:
+    """The most chunks holding a libcst parse at once, recorded at every fix resolved (issue #30: memory)."""
+    held = [0]
+    resolve = engine.FilePass.resolve
+
+    def counting(self, *args, **kwargs):
+        found = resolve(self, *args, **kwargs)
+        held[0] = max(held[0], sum(1 for c in self.chunks.values() if c.resolver is not None))
+        return found
+
+    monkeypatch.setattr(engine.FilePass, "resolve", counting)
+    return held
+
+
+@pytest.mark.parametrize("json_edits", [False, True], ids=["fix", "json"])
+def test_a_pass_holds_a_bounded_number_of_parsed_chunks(monkeypatch, counted, json_edits):
+    """Many findings at module level: chunks of at most CHUNK_LINES lines, each parsed once and let go when no
+    later fix touches it; the result is the one a single whole-file chunk gives."""
+    linter, settings = _linter()
+    src = _module_level(N)
+    findings = linter.check(src, "m.py")
+
+    def run() -> object:
+        if json_edits:
+            edits = preview.FileEdits(src, parse(src, "m.py"), findings)
+            return [edits.edits(f) for f in findings]
+        return fixer.fix_text(src, "m.py", findings, linter, settings).text
+
+    monkeypatch.setattr(engine, "CHUNK_LINES", 10 ** 9)
+    whole = run()
+    held = _parsed_chunks_held(monkeypatch)
+    monkeypatch.setattr(engine, "CHUNK_LINES", 25)
+    before = counted()[1]
+    assert run() == whole
+    chunks = -(-N // 25)
+    assert counted()[1] - before <= chunks + 1  # each chunk parsed once (+1: the fixer's check of its result)
+    assert 1 < held[0] <= engine.LIVE_CHUNKS + 1, held
+
+
 @pytest.mark.parametrize("shape", sorted(SOURCES))
 def test_fix_makes_one_pass_and_one_parse_per_file(shape, counted):
     linter, settings = _linter()
