@@ -204,3 +204,21 @@ def test_fix_only_counts_the_unsafe_fixes_it_holds_back(tmp_path, monkeypatch, c
                      "--fix-only", "m.py"])
     out, _ = capsys.readouterr()
     assert code == 0 and out == "No findings fixed (2 fixes available with `--unsafe-fixes`).\n"
+
+
+def test_diff_does_not_count_fixes_in_files_it_refused(tmp_path, monkeypatch, capsys):
+    """Issue #30: `--diff` said "Would fix 3" when every file's fixes were refused."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(_module_level(3))
+
+    def refuse(*_args, **_kwargs):
+        raise engine.CannotFix("cannot apply fixes ASC601: internal error (test); file left as it was")
+
+    monkeypatch.setattr(fixer, "apply_once", refuse)
+    code = cli.main(["check", "--isolated", "--no-cache", "-j", "1", "--preview", "--target", "npu", "--select",
+                     "ASC601", "--unsafe-fixes", "--diff", "a.py", "b.py"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out == ""  # nothing would change
+    assert "Would fix" not in err and err.count("file left as it was") == 2
+    assert err.endswith("No findings would be fixed.\n2 files with fixes left as they were (see the warnings above).\n")
