@@ -92,6 +92,9 @@ def test_config_override_globs_are_relative_to_the_current_directory(project, ca
     ("select = [", "invalid TOML `KEY = VALUE` pair"),
     ("extend = 'other.toml'", "give that file as --config FILE"),
     ("nonsense", "nonsense: configuration file not found (--config takes a file, or a TOML"),
+    ("select = " + "[" * 5000 + "]" * 5000, "nested too deeply to read"),  # hostile: bounded, no traceback
+    ("rules = " + "{a = " * 40 + "1" + "}" * 40, "nested more than 16 levels deep"),
+    ("select = [" + ", ".join(["'ASC1'"] * 10_001) + "]", "hold more than 10,000 values"),
 ])
 def test_bad_config_values_are_one_line_errors(project, capsys, value, needle):
     code, out, err = run(capsys, "--config", value, "bad.py")
