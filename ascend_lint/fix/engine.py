@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..engine.linter import parse
+from ..engine.linter import gc_paused, parse
 from ..fileio import split_lines
 from ..rule import Edit, Finding
 from .layout import realign
@@ -345,7 +345,8 @@ def apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Module
             return Attempt(text, text_applied, [])
     if tree is None:
         tree = parse(text, "<fix>")
-    attempt = FilePass(text, tree, findings).apply(findings)
+    with gc_paused():  # libcst's trees and metadata are many objects and no cyclic garbage: no GC passes
+        attempt = FilePass(text, tree, findings).apply(findings)
     attempt.applied[:0] = text_applied
     return attempt
 
