@@ -866,18 +866,35 @@ class _Builder:
         return None
 
     def _applies_at_import(self, mid: str, memo: Dict[str, Optional[str]]) -> Optional[str]:
-        """Why importing `mid` applies the migration (module-level imports, transitively), or None."""
+        """Why importing `mid` applies the migration (module-level imports, transitively), or None. A depth-first
+        walk with its own stack (an import chain may be far longer than Python's recursion limit): a module's
+        reason is its own import of the migration, else the first of its imports that has one."""
         if mid in memo:
             return memo[mid]
-        memo[mid] = None  # circular imports end here
-        reason = self._direct_migration(mid, False)
-        if reason is None:
-            for other in self._imported_modules(mid, False):
-                if self._applies_at_import(other, memo):
-                    reason = memo[other]
-                    break
-        memo[mid] = reason
-        return reason
+        memo[mid] = self._direct_migration(mid, False)  # (None while walked: circular imports end there)
+        if memo[mid] is not None:
+            return memo[mid]
+        done = object()
+        stack = [iter(self._imported_modules(mid, False))]
+        path = [mid]
+        while stack:
+            other = next(stack[-1], done)
+            if other is done:  # no import of path[-1] applies it
+                stack.pop()
+                path.pop()
+                continue
+            if other not in memo:
+                memo[other] = self._direct_migration(other, False)
+                if memo[other] is None:
+                    stack.append(iter(self._imported_modules(other, False)))
+                    path.append(other)
+                    continue
+            why = memo[other]
+            if why:
+                for walked in path:  # each module on the path imports the next one, which applies it
+                    memo[walked] = why
+                break
+        return memo[mid]
 
     def _migration(self) -> None:
         setting = self.runtime_migration
