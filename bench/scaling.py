@@ -9,11 +9,12 @@ leading imports; and the shapes issues named, such as #30's `v = t.transpose(0, 
 repeated N times in one generated file, at module level and inside one function, and
 `ascend-lint check --preview --select CODE -j 1 --no-cache` is run on it in a fresh process; for a rule with
 a fix, also with `--output-format json` (every finding's fix edits) and with `--fix --unsafe-fixes` (the
-file written again before each run). Printed per rule, shape and command: CPU seconds (user + sys, from wait4) at each size, time(largest)/time(smallest) raw and less the
+file written again before each run). Printed per rule, shape and command: CPU seconds (user + sys, from
+wait4) at each size, time(largest)/time(smallest) raw and less the
 cost of a run on the imports alone (start-up: a linear rule gives about the size ratio, 16 for 1k..16k; a
 quadratic one about its square), peak RSS at the largest size, and the findings at the smallest. A run over
-`--timeout` seconds is killed and shown as `>T`. This is a script, not a test: one run per cell, on a quiet
-machine if the figures are to be compared.
+`--timeout` seconds of wall-clock time is killed and shown as `>T` (on a loaded machine, give it room).
+This is a script, not a test: one run per cell, on a quiet machine if the figures are to be compared.
 """
 from __future__ import annotations
 

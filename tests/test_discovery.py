@@ -105,7 +105,8 @@ def test_a_posix_class_gitignore_line_is_one_warning_and_no_futurewarning(tmp_pa
     assert proc.returncode == 0 and proc.stdout.split() == ["main.py"]
     assert "FutureWarning" not in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stderr.count("pattern '[[:bogus:]]' ignored") == 1
-    proc = subprocess.run([sys.executable, "-m", "ascend_lint", "check", "--isolated", "--no-cache", "--show-files", "."],
+    proc = subprocess.run([sys.executable, "-m", "ascend_lint", "check", "--isolated", "--no-cache", "--show-files",
+                           "."],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert "FutureWarning" not in proc.stderr and proc.stdout.split() == ["main.py"]
 

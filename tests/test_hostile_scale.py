@@ -26,7 +26,8 @@ def chain(root: Path, packages: int = 12, modules: int = 100, migrated: bool = T
             elif p + 1 < packages:
                 body = f"from pkg{p + 1}.m0 import f\n"
             else:
-                body = "def f():\n    return 1\n" + ("from torch_npu.contrib import transfer_to_npu\n" if migrated else "")
+                migration = "from torch_npu.contrib import transfer_to_npu\n" if migrated else ""
+                body = "def f():\n    return 1\n" + migration
             (package / f"m{m}.py").write_text("import torch\n" + body)
     (root / "train.py").write_text(TRAIN)
 
