@@ -10,10 +10,11 @@ import os
 import shutil
 import sys
 import traceback
-from typing import Callable, Iterator, List, Optional, Sequence, TextIO, Type
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Type
 
 from . import __version__
-from .config import ConfigError, ConfigResolver, Settings, load_settings, rebase_pattern
+from .config import (ConfigError, ConfigResolver, Settings, load_settings, parse_override, rebase_pattern,
+                     with_override)
 from .docs import fix_label, measured, precision_label, preview_note, rule_text, rules_markdown, status
 from .engine.linter import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, parse, sorted_findings
 from .engine.noqa import add_noqa_to_lines
@@ -49,13 +50,27 @@ def _codes(values: Optional[List[str]], flag: str = "") -> Optional[List[str]]:
     return codes
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: an argument it does not know is its own usage error (`ascend-lint check: error:
+    unrecognized arguments`, under `check`'s usage), not the top-level parser's."""
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
+COLOR_CHOICES = ("auto", "always", "never")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ascend-lint",
         description="Find Ascend NPU performance anti-patterns in PyTorch (torch_npu) and MindSpore code.",
     )
     parser.add_argument("--version", action="version", version=f"ascend-lint {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
 
     check = sub.add_parser("check", help="lint files or directories (default: .)")
     check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories; '-' reads stdin")
@@ -74,11 +89,23 @@ def build_parser() -> argparse.ArgumentParser:
                      help="exit 1 when fixes were applied, even if no finding is left")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    out.add_argument("--watch", action="store_true",
+                     help="run again whenever a Python file or a configuration changes (Ctrl-C stops)")
+    out.add_argument("--color", choices=COLOR_CHOICES, default="auto",
+                     help="colour the report: auto (on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it), "
+                          "always or never")
     files = check.add_argument_group("files and configuration")
-    files.add_argument("--config", metavar="FILE", help="a pyproject.toml or .ascend-lint.yaml to use")
+    files.add_argument("--config", action="append", metavar="CONFIG_OPTION",
+                       help="a pyproject.toml or .ascend-lint.yaml to use instead of the closest one, or a TOML "
+                            "`KEY = VALUE` pair over every configuration (e.g. --config \"preview = true\"); "
+                            "repeatable")
     files.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     files.add_argument("--exclude", action="append", metavar="GLOB", help="replace the default excludes")
     files.add_argument("--extend-exclude", action="append", metavar="GLOB", help="exclude more paths")
+    files.add_argument("--respect-gitignore", action="store_true", default=None,
+                       help="skip the files that .gitignore files exclude (default)")
+    files.add_argument("--no-respect-gitignore", dest="respect_gitignore", action="store_false",
+                       help="lint the files .gitignore files exclude, too")
     files.add_argument("--force-exclude", action="store_true", default=None, help="apply excludes to files named on the command line too")
     files.add_argument("--stdin-filename", metavar="PATH", help="the path of the source read from stdin")
     files.add_argument("--add-noqa", action="store_true", help="append '# noqa: CODE' to every reported line")
@@ -112,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     rules = sub.add_parser("rules", help="list every rule")
     rules.add_argument("--output-format", choices=("text", "markdown", "json"), default="text")
+
+    clean = sub.add_parser("clean", help="remove the result caches in the current directory and below, and the "
+                                         "cache directory the configuration names")
+    clean.add_argument("-q", "--quiet", action="store_true", help="do not list the caches removed")
 
     sub.add_parser("server", help="run the language server (LSP over stdio; needs the `server` extra, see docs/editors.md)")
     return parser
@@ -152,6 +183,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return run_rules(args)
         if args.command == "server":
             return run_server()
+        if args.command == "clean":
+            return run_clean(args)
         parser.print_help()
         return EXIT_ERROR
     except (ConfigError, RegistryError, UsageError) as exc:
@@ -211,20 +244,67 @@ def run_server() -> int:
     return serve()
 
 
+def run_clean(args: argparse.Namespace) -> int:
+    """`clean`: the caches below the current directory and the one its configuration names (a broken
+    configuration only costs that one)."""
+    from .pipeline.cache import cache_dir_for
+    from .pipeline.clean import clean
+
+    cwd = os.getcwd()
+    try:
+        configured = [cache_dir_for(load_settings(None, False, cwd))]
+    except ConfigError as exc:
+        print(f"warning: {sanitize(str(exc))}; only the caches below the current directory are removed",
+              file=sys.stderr)
+        configured = []
+    removed, problems = clean(cwd, configured)
+    for path in removed if not args.quiet else ():
+        shown = os.path.relpath(path, cwd) if path.startswith(os.path.join(cwd, "")) else path
+        print(f"Removing cache at: {sanitize(shown)}", file=sys.stderr)
+    for problem in problems:
+        print(f"ascend-lint: error: cannot remove the cache {sanitize(problem)}", file=sys.stderr)
+    return EXIT_ERROR if problems else EXIT_OK
+
+
 # ----------------------------------------------------------------------------- check
 CLI_ORIGIN = "command line"
 
 
 def resolve_settings(args: argparse.Namespace) -> ConfigResolver:
-    """The settings of every file: the closest configuration (or `--config` / `--isolated` for all files),
-    then the command line, which overrides every file."""
+    """The settings of every file: the closest configuration (or `--config FILE` / `--isolated` for all
+    files), then the `--config KEY = VALUE` overrides, then the command line's flags, which override every
+    file."""
     cwd = os.getcwd()
+    config_file, overrides = config_arguments(args.config, args.isolated)
 
     def apply(settings: Settings) -> Settings:
+        for table in overrides:
+            settings = with_override(settings, table, cwd)
         return apply_cli(settings, args, cwd)
 
-    run = apply(load_settings(args.config, args.isolated, cwd))
-    return ConfigResolver(run, apply, hierarchical=not (args.config or args.isolated))
+    run = apply(load_settings(config_file, args.isolated, cwd))
+    return ConfigResolver(run, apply, hierarchical=not (config_file or args.isolated))
+
+
+def config_arguments(values: Optional[List[str]], isolated: bool) -> Tuple[Optional[str], List[Dict[str, Any]]]:
+    """`--config` values (ruff's): (the one configuration file, the inline TOML `KEY = VALUE` tables). A
+    value that is an existing file names it; else one that parses as TOML is an override."""
+    path: Optional[str] = None
+    overrides: List[Dict[str, Any]] = []
+    for value in values or ():
+        table = None if os.path.isfile(value) else parse_override(value)
+        if table is not None:
+            overrides.append(table)
+            continue
+        if path is not None:
+            raise UsageError(f"only one configuration file can be given: --config {path!r} and --config {value!r}")
+        if not os.path.isfile(value):
+            raise ConfigError(f"{value}: configuration file not found (--config takes a file, or a TOML "
+                              "`KEY = VALUE` pair such as --config \"preview = true\")")
+        path = value
+    if path is not None and isolated:
+        raise UsageError(f"--config {path!r} cannot be used with --isolated, which ignores every configuration file")
+    return path, overrides
 
 
 def apply_cli(settings: Settings, args: argparse.Namespace, cwd: str) -> Settings:
@@ -245,6 +325,7 @@ def apply_cli(settings: Settings, args: argparse.Namespace, cwd: str) -> Setting
         exclude=here(args.exclude),
         extend_exclude=(settings.extend_exclude + extend_exclude) if extend_exclude else None,
         force_exclude=args.force_exclude,
+        respect_gitignore=args.respect_gitignore,
         fix=True if args.fix_only else args.fix,
         unsafe_fixes=args.unsafe_fixes,
         ignore_noqa=args.ignore_noqa,
@@ -259,16 +340,25 @@ def apply_cli(settings: Settings, args: argparse.Namespace, cwd: str) -> Setting
     return resolved
 
 
-def _use_color(stream: TextIO) -> bool:
-    if os.environ.get("NO_COLOR"):
+def use_color(stream: TextIO, choice: str = "auto") -> bool:
+    """`--color`: `always`/`never` as said; `auto` as ruff: NO_COLOR (non-empty) turns colour off, else
+    FORCE_COLOR or CLICOLOR_FORCE (non-empty) turns it on, else CLICOLOR=0 turns it off, else a terminal."""
+    if choice != "auto":
+        return choice == "always"
+    env = os.environ
+    if env.get("NO_COLOR"):
         return False
-    if os.environ.get("FORCE_COLOR"):
+    if env.get("FORCE_COLOR") or env.get("CLICOLOR_FORCE"):
         return True
+    if env.get("CLICOLOR") == "0":
+        return False
     return hasattr(stream, "isatty") and stream.isatty()
 
 
 def run_check(args: argparse.Namespace) -> int:
     """`check`: the run's settings and rules, then the pipeline (pipeline/run.py), then the report."""
+    if args.watch:
+        return watch_check(args)
     resolver = resolve_settings(args)
     settings = resolver.run  # the run-wide keys (fix, output format, cache) come from here
     registry = _registry()
@@ -303,6 +393,32 @@ def run_check(args: argparse.Namespace) -> int:
         return report_fix_only(args, fixed, sys.stdout, run.fixes.held_back if run.fixes is not None else 0)
     code = emit(args, settings, registry, run.results, fixed, workspace.linter_for)
     return EXIT_ERROR if run.refused else code
+
+
+def watch_check(args: argparse.Namespace) -> int:
+    """`check --watch`: the check, then again after each change (see watch.py); a run's error (a configuration
+    being edited) is printed and the watch goes on."""
+    for flag, given in (("standard input", "-" in args.paths or args.stdin_filename), ("--add-noqa", args.add_noqa),
+                        ("--show-files", args.show_files), ("--show-settings", args.show_settings)):
+        if given:
+            raise UsageError(f"--watch cannot be used with {flag}")
+    from .watch import watch
+
+    once = argparse.Namespace(**{**vars(args), "watch": False})
+    clear = sys.stdout.isatty()
+
+    def run_once() -> int:
+        if clear:
+            sys.stdout.write("\x1b[2J\x1b[H")  # (ruff clears the screen before each run too)
+        try:
+            code = run_check(once)
+        except (ConfigError, RegistryError, UsageError) as exc:
+            print(f"ascend-lint: error: {sanitize(str(exc))}", file=sys.stderr)
+            code = EXIT_ERROR
+        sys.stdout.flush()
+        return code
+
+    return watch(run_once, args.paths or ["."])
 
 
 def run_request(args: argparse.Namespace, paths: Sequence[str], settings: Settings) -> Request:
@@ -441,7 +557,7 @@ def write_report(args: argparse.Namespace, report: Report, fmt: str, human: bool
         with report_stream(args.output_file) as handle:
             get_reporter(fmt)(report, handle)
     else:
-        report.color = human and _use_color(sys.stdout)
+        report.color = human and use_color(sys.stdout, args.color)
         get_reporter(fmt)(report, sys.stdout)
 
 
@@ -546,6 +662,7 @@ def cli_keys(args: argparse.Namespace) -> List[str]:
         "select": args.select, "ignore": args.ignore, "extend_select": args.extend_select,
         "preview": args.preview, "target": args.target, "exclude": args.exclude,
         "extend_exclude": args.extend_exclude, "force_exclude": args.force_exclude,
+        "respect_gitignore": args.respect_gitignore,
         "fix": args.fix if not args.fix_only else True, "unsafe_fixes": args.unsafe_fixes,
         "ignore_noqa": args.ignore_noqa, "cache_dir": args.cache_dir, "output_format": args.output_format,
     }

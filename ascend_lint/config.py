@@ -281,34 +281,84 @@ def settings_from_table(table: Dict[str, Any], path: str, base: Optional[Setting
     settings.origins = dict(settings.origins)
     settings.config_path = path
     settings.project_root = directory
+    _apply_table(settings, table, path, lambda key: f"{path}:{key}", base is not None)
+    return settings
+
+
+def _apply_table(settings: Settings, table: Dict[str, Any], where: str, origin: Callable[[str], str],
+                 adds: bool) -> None:
+    """Set `table`'s keys on `settings` (validated; with `adds`, ACCUMULATED lists add to what `settings`
+    has and MERGED tables merge into it); `origin(key)` says where a value came from (`where`: for errors)."""
     for key, value in table.items():
         if key == "extend":
             continue  # resolved by load_config
         if key == "rules":
-            options = _rule_options(value, path)
-            settings.rule_options = {**settings.rule_options, **options} if base else options
-            settings.origins["rule_options"] = _origin(settings.origins.get("rule_options"), path, key, bool(base))
+            options = _rule_options(value, where)
+            settings.origins["rule_options"] = _origin(settings.origins.get("rule_options"), origin(key), adds)
+            settings.rule_options = {**settings.rule_options, **options} if adds else options
             continue
         if key not in KEYS:
             known = ", ".join(sorted(list(KEYS) + ["extend", "rules"]))
-            raise ConfigError(f"{path}: unknown key {describe(key)} (known keys: {known})")
+            raise ConfigError(f"{where}: unknown key {describe(key)} (known keys: {known})")
         attr, valid, expected = KEYS[key]
         if not valid(value):
-            raise ConfigError(f"{path}: {key!r} must be {expected}, got {describe(value)}")
+            raise ConfigError(f"{where}: {key!r} must be {expected}, got {describe(value)}")
         value = parse_size(value) if key == "max-file-size" else value
-        inherited = base is not None and attr in ACCUMULATED + MERGED
+        inherited = adds and attr in ACCUMULATED + MERGED
         if inherited and attr in ACCUMULATED:
             value = list(getattr(settings, attr)) + list(value)
         elif inherited:
             value = {**getattr(settings, attr), **value}
+        settings.origins[attr] = _origin(settings.origins.get(attr), origin(key), inherited)
         setattr(settings, attr, value)
-        settings.origins[attr] = _origin(settings.origins.get(attr), path, key, inherited)
-    return settings
 
 
-def _origin(previous: Optional[str], path: str, key: str, adds: bool) -> str:
-    here = f"{path}:{key}"
+def _origin(previous: Optional[str], here: str, adds: bool) -> str:
     return f"{previous} + {here}" if adds and previous else here
+
+
+OVERRIDE_ORIGIN = "command line (--config)"
+
+
+def parse_override(text: str) -> Optional[Dict[str, Any]]:
+    """A `--config` value read as TOML `KEY = VALUE` pairs (ruff's inline overrides), or None when it is
+    not TOML holding at least one key (then it names a configuration file); a ConfigError when it has an
+    `=` but is not TOML."""
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        if "=" in text:
+            raise ConfigError(f"--config {describe(text)}: invalid TOML `KEY = VALUE` pair: {exc}") from None
+        return None
+    except (RecursionError, MemoryError):
+        raise ConfigError(f"--config {describe(text)}: nested too deeply to read") from None
+    return table or None
+
+
+def with_override(settings: Settings, table: Dict[str, Any], cwd: str) -> Settings:
+    """`settings` with one `--config KEY = VALUE` table over them: keys as in `[tool.ascend-lint]`, lists
+    that extend (`extend-select`, ...) add and tables (`per-file-ignores`, `rules`) merge, as a file that
+    `extend`s does; paths and globs in it are relative to `cwd`, like every path on the command line."""
+    where = "--config"
+    if "extend" in table:
+        raise ConfigError(f"{where}: 'extend' names a configuration file; give that file as --config FILE")
+    _check_shape(table, where)
+    root = os.path.abspath(settings.project_root)
+
+    def here(patterns: Any, anchor: bool = False) -> Any:
+        return [rebase_pattern(p, cwd, root, anchor) for p in patterns] if _str_list(patterns) else patterns
+
+    moved = dict(table)
+    for key in ("exclude", "extend-exclude"):
+        if key in moved:
+            moved[key] = here(moved[key])
+    if _codes_map(moved.get("per-file-ignores")):
+        moved["per-file-ignores"] = {rebase_pattern(p, cwd, root): c for p, c in moved["per-file-ignores"].items()}
+    if isinstance(moved.get("cache-dir"), str):
+        moved["cache-dir"] = os.path.join(cwd, os.path.expanduser(moved["cache-dir"]))
+    changed = replace(settings, origins=dict(settings.origins))
+    _apply_table(changed, moved, where, lambda key: OVERRIDE_ORIGIN, True)
+    return changed
 
 
 def rebased(settings: Settings, directory: str) -> Settings:

@@ -4,7 +4,10 @@ A thin face over the one engine: flake8 parses the file once and hands us its tr
 (the closest `[tool.ascend-lint]` / `.ascend-lint.yaml` to each file, as `check` resolves them,
 overridden by `--ascend-preview` / `--ascend-target` or the same keys in flake8's config) and the engine
 are ascend-lint's own. Line `# noqa` comments are left to flake8 (so `--disable-noqa` works); the
-file-level `# ascend-lint: noqa` is still ours.
+file-level `# ascend-lint: noqa` is still ours. A file ascend-lint's configuration excludes (`exclude`,
+`extend-exclude`, the default excludes, `.gitignore` files with `respect-gitignore`) gets no finding when
+flake8 found it in a directory, and when it was named on flake8's command line under `force-exclude`, as
+`ascend-lint check` would treat it.
 
 The project models of the paths flake8 was given are built once per process in `parse_options`, before
 flake8 forks its workers (a project found only below them is opened by the worker that meets it); a file
@@ -22,6 +25,7 @@ from .config import TARGETS, ConfigError, ConfigResolver, load_settings
 from .fileio import SourceError, check_size
 from .sanitize import sanitize
 from .registry import PARSE_ERROR_CODE, RegistryError, load_registry, print_warnings
+from .pipeline.discovery import DiscoveryReport, Excluder
 from .pipeline.run import lint_buffer
 from .pipeline.workspace import Workspace
 
@@ -70,6 +74,7 @@ class AscendLintChecker:
     target: ClassVar[Optional[str]] = None
     paths: ClassVar[Tuple[str, ...]] = ()
     _workspaces: ClassVar[Dict[Tuple[Optional[bool], Optional[str], str, Tuple[str, ...]], Workspace]] = {}
+    _excluders: ClassVar[Dict[int, Excluder]] = {}  # id(Settings) -> its excluder (settings live in a workspace)
 
     def __init__(self, tree: ast.AST, filename: str, lines: Sequence[str]) -> None:
         self.tree = tree
@@ -106,6 +111,22 @@ class AscendLintChecker:
             workspace = cls._workspaces[key] = build_workspace(cls.preview, cls.target, key[2], key[3])
         return workspace
 
+    @classmethod
+    def excluded(cls, workspace: Workspace, filename: str) -> bool:
+        """Would `check` leave this file out? (Walked: when excluded; named: with `force-exclude` too.)"""
+        settings = workspace.resolver.for_path(filename)
+        named = os.path.normpath(filename) in {os.path.normpath(p) for p in cls.paths}
+        if named and not settings.force_exclude:
+            return False
+        excluder = cls._excluders.get(id(settings))
+        if excluder is None:
+            excluder = cls._excluders[id(settings)] = Excluder(settings, DiscoveryReport())
+        told = len(excluder.report.warnings)
+        result = excluder.excluded(filename, False)
+        for warning in excluder.report.warnings[told:]:  # (a rejected pattern: said, never dropped silently)
+            print(f"warning: {sanitize(warning)}", file=sys.stderr)
+        return result
+
     def run(self) -> Iterator[Error]:
         """Yield (line, 0-based column, 'ASCnnn message', type) for flake8."""
         kind = type(self)
@@ -114,6 +135,8 @@ class AscendLintChecker:
         buffer = self.filename in ("stdin", "-") or not os.path.isfile(self.filename)  # (it stands for the file)
         try:
             workspace = self.workspace()
+            if not buffer and self.excluded(workspace, self.filename):
+                return
             max_size = workspace.resolver.for_path(self.filename).max_file_size
             if len(text) * 4 > max_size:  # flake8 read it; the cap still applies
                 check_size(text.encode("utf-8", "surrogatepass"), max_size)

@@ -116,3 +116,20 @@ def test_rule_option_types_are_checked(project):
     settings = load_settings(None, False, str(project))
     with pytest.raises(ConfigError, match=f"option '{key}' of {rule.code} must be"):
         validate_rule_options(REGISTRY, settings)
+
+
+# ----------------------------------------------------------------------------- issue #30: YAML errors on one line
+@pytest.mark.parametrize("text", [
+    "select: [ASC1\nfoo: \"\n",  # a flow sequence left open
+    "a:\n\t- b\n",  # a tab
+    "a: b: c\n",
+    "\"unterminated\n",
+    "key: [1, 2\n  3]: x\n",
+    "? [a, b]\n: c\n",
+    "a: !!binary \"xx\"\n",
+])
+def test_yaml_errors_are_one_readable_line(project, capsys, text):
+    (project / ".ascend-lint.yaml").write_text(text)
+    code, out, err = run(capsys, "check", "--no-cache", "pkg")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "invalid YAML: " in err and "\\n" not in err and " at line " in err

@@ -90,6 +90,27 @@ def test_rejected_patterns_are_one_warning_each_and_the_walk_goes_on(tmp_path):
     assert "'[z-a]'" in report.warnings[0] and report.warnings[0].startswith("exclude setting")
 
 
+def test_a_posix_class_gitignore_line_is_one_warning_and_no_futurewarning(tmp_path, monkeypatch):
+    """`[[:bogus:]]` (issue #30): Python's re warns (FutureWarning, "possible nested set") on its way to stderr;
+    the line is refused with one warning of ours instead, under -W error too."""
+    import subprocess
+    import sys
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("[[:bogus:]]\n[[:alpha:]]x.py\nskipped.py\n")
+    (tmp_path / "main.py").write_text("import torch\n")
+    (tmp_path / "skipped.py").write_text("import torch\n")
+    proc = subprocess.run([sys.executable, "-W", "error::FutureWarning", "-m", "ascend_lint", "check", "--isolated",
+                           "--no-cache", "--show-files", "."], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.split() == ["main.py"]
+    assert "FutureWarning" not in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stderr.count("pattern '[[:bogus:]]' ignored") == 1
+    proc = subprocess.run([sys.executable, "-m", "ascend_lint", "check", "--isolated", "--no-cache", "--show-files",
+                           "."],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "FutureWarning" not in proc.stderr and proc.stdout.split() == ["main.py"]
+
+
 def test_warnings_are_printed_when_no_report_is_given(tmp_path, capsys):
     (tmp_path / "a.py").write_text("x = 1\n")
     targets, _ = discover([str(tmp_path)], Settings(project_root=str(tmp_path), extend_exclude=["[z-a]"]))

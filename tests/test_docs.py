@@ -234,6 +234,7 @@ def test_readme_counts_the_rules():
 # ------------------------------------------------------------------------------ flake8: the `A` prefix collision
 @pytest.mark.parametrize("options, reported", [
     (["--extend-ignore", "A"], False), (["--ignore", "AS"], False), (["--select", "E,A"], True),
+    (["--select", "A"], True),
     (["--extend-ignore", "A001,A002"], True), (["--extend-ignore", "A", "--extend-select", "ASC"], True)])
 def test_flake8_prefix_collision_is_as_documented(tmp_path, options, reported):
     """docs/ci.md's table of what `A...` selectors do to the ASC findings (flake8 matches codes by prefix)."""
@@ -249,3 +250,19 @@ def test_flake8_prefix_collision_is_as_documented(tmp_path, options, reported):
     ci = (Path(__file__).parent.parent / "docs" / "ci.md").read_text(encoding="utf-8")
     row = next(line for line in ci.splitlines() if line.startswith("| `") and f"`{' '.join(options)}`" in line)
     assert ("all silenced" in row) is not reported, row
+
+
+def test_flake8_prefix_collision_in_flake8s_configuration(tmp_path):
+    """The table's `extend-ignore = A` spelling (flake8's configuration file) silences the findings too."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("flake8")
+    (tmp_path / "m.py").write_text("import torch, torch_npu\n\n\ny = torch.transpose(x, -2, -1).contiguous() @ w\n",
+                                   encoding="utf-8")
+    (tmp_path / "setup.cfg").write_text("[flake8]\nextend-ignore = A\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "flake8", "m.py"], cwd=str(tmp_path), capture_output=True,
+                          text=True, timeout=120)
+    assert "ASC101" not in proc.stdout and "F401" in proc.stdout, proc.stdout + proc.stderr  # (flake8 ran)
+    ci = (Path(__file__).parent.parent / "docs" / "ci.md").read_text(encoding="utf-8")
+    assert "| `--extend-ignore A` / `extend-ignore = A` | all silenced |" in ci

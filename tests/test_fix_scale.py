@@ -50,6 +50,45 @@ def counted(monkeypatch):
     return lambda: (engine.PASSES[0], resolve.PARSES[0])
 
 
+def _parsed_chunks_held(monkeypatch) -> list:
+    """The most chunks holding a libcst parse at once, recorded at every fix resolved (issue #30: memory)."""
+    held = [0]
+    resolve = engine.FilePass.resolve
+
+    def counting(self, *args, **kwargs):
+        found = resolve(self, *args, **kwargs)
+        held[0] = max(held[0], sum(1 for c in self.chunks.values() if c.resolver is not None))
+        return found
+
+    monkeypatch.setattr(engine.FilePass, "resolve", counting)
+    return held
+
+
+@pytest.mark.parametrize("json_edits", [False, True], ids=["fix", "json"])
+def test_a_pass_holds_a_bounded_number_of_parsed_chunks(monkeypatch, counted, json_edits):
+    """Many findings at module level: chunks of at most CHUNK_LINES lines, each parsed once and let go when no
+    later fix touches it; the result is the one a single whole-file chunk gives."""
+    linter, settings = _linter()
+    src = _module_level(N)
+    findings = linter.check(src, "m.py")
+
+    def run() -> object:
+        if json_edits:
+            edits = preview.FileEdits(src, parse(src, "m.py"), findings)
+            return [edits.edits(f) for f in findings]
+        return fixer.fix_text(src, "m.py", findings, linter, settings).text
+
+    monkeypatch.setattr(engine, "CHUNK_LINES", 10 ** 9)
+    whole = run()
+    held = _parsed_chunks_held(monkeypatch)
+    monkeypatch.setattr(engine, "CHUNK_LINES", 25)
+    before = counted()[1]
+    assert run() == whole
+    chunks = -(-N // 25)
+    assert counted()[1] - before <= chunks + 1  # each chunk parsed once (+1: the fixer's check of its result)
+    assert held[0] <= engine.LIVE_CHUNKS + 1, held  # (with every chunk kept: 12)
+
+
 @pytest.mark.parametrize("shape", sorted(SOURCES))
 def test_fix_makes_one_pass_and_one_parse_per_file(shape, counted):
     linter, settings = _linter()
@@ -165,3 +204,74 @@ def test_fix_only_counts_the_unsafe_fixes_it_holds_back(tmp_path, monkeypatch, c
                      "--fix-only", "m.py"])
     out, _ = capsys.readouterr()
     assert code == 0 and out == "No findings fixed (2 fixes available with `--unsafe-fixes`).\n"
+
+
+def test_diff_does_not_count_fixes_in_files_it_refused(tmp_path, monkeypatch, capsys):
+    """Issue #30: `--diff` said "Would fix 3" when every file's fixes were refused."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(_module_level(3))
+
+    def refuse(*_args, **_kwargs):
+        raise engine.CannotFix("cannot apply fixes ASC601: internal error (test); file left as it was")
+
+    monkeypatch.setattr(fixer, "apply_once", refuse)
+    code = cli.main(["check", "--isolated", "--no-cache", "-j", "1", "--preview", "--target", "npu", "--select",
+                     "ASC601", "--unsafe-fixes", "--diff", "a.py", "b.py"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out == ""  # nothing would change
+    assert "Would fix" not in err and err.count("file left as it was") == 2
+    assert err.endswith("No findings would be fixed.\n2 files with fixes left as they were (see the warnings above).\n")
+
+
+def _applied(text: str, edits) -> str:
+    from ascend_lint.fileio import split_lines
+
+    lines = split_lines(text, keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col - 1 if line - 1 < len(lines) else len(text)
+
+    for e in sorted(edits, key=lambda e: (e.line, e.col), reverse=True):
+        text = text[:offset(e.line, e.col)] + e.content + text[offset(e.end_line, e.end_col):]
+    return text
+
+
+def test_json_edits_of_a_fix_inside_one_statement_are_those_of_the_fix_applied_alone():
+    """Issue #30: json edits of fixes the one-line path does not cover (a buffer added in `__init__`, a
+    statement removed, an optimizer swapped) are found on the statement, not the file; they give what
+    `fix_edits` (the fix applied alone to the whole file) gives: the same edits, or, for a line removed among
+    identical lines, the same text. Every fixable rule's trigger pattern, the fix fixtures, the programs."""
+    import glob
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    from scaling import generate, pattern
+
+    root = os.path.join(os.path.dirname(__file__), "fixtures")
+    texts = [open(p, encoding="utf-8", errors="replace").read()
+             for p in sorted(glob.glob(os.path.join(root, "fixes", "*.in.py")) +
+                             glob.glob(os.path.join(root, "programs", "*.py")))]
+    rules = load_registry().sorted_rules()
+    texts += [generate(pattern(r), shape, 5) for r in rules if r.fix_applicability is not None and r.pack != "core"
+              for shape in ("module", "function")]
+    total = whole_file = 0
+    for target in ("auto", "npu"):
+        linter = Linter(rules, Settings(preview=True, target=target, unsafe_fixes=True))
+        for text in texts:
+            try:
+                tree = parse(text, "m.py")
+            except Exception:
+                continue
+            findings = [f for f in linter.check(text, "m.py", tree) if f.fix is not None]
+            edits = preview.FileEdits(text, tree, findings)
+            for finding in findings:
+                mine, alone = edits.edits(finding), fix_edits(text, finding, tree)
+                assert mine == alone or (mine is not None and alone is not None and
+                                         _applied(text, mine) == _applied(text, alone)), (finding, mine, alone)
+            total += len(findings)
+            whole_file += edits.whole_file
+    assert total > 500 and whole_file < total // 10

@@ -180,3 +180,27 @@ def test_target_option(project):
     assert rule.code in flake8("--ascend-target", "npu", *args, cwd=str(project)).stdout
     (project / "tox.ini").write_text("[flake8]\nascend-target = npu\n", encoding="utf-8")
     assert rule.code in flake8(*args, cwd=str(project)).stdout
+
+
+# ----------------------------------------------------------------------------- excludes (issue #27)
+EXCLUDES = {
+    "extend-exclude": '[tool.ascend-lint]\nextend-exclude = ["gen/"]\n',
+    "exclude": '[tool.ascend-lint]\nexclude = ["gen"]\n',
+    "gitignore": "[tool.ascend-lint]\n",  # with gen/ in .gitignore
+}
+
+
+@pytest.mark.parametrize("key", sorted(EXCLUDES))
+def test_every_exclude_key_is_honoured_as_check_honours_it(tmp_path, key):
+    (tmp_path / "pyproject.toml").write_text(EXCLUDES[key])
+    if key == "gitignore":
+        (tmp_path / ".gitignore").write_text("gen/\n")
+    for directory in ("gen", "src"):
+        (tmp_path / directory).mkdir()
+        (tmp_path / directory / "m.py").write_text(BAD)
+    walked = parsed(flake8("--select", "ASC", ".", cwd=str(tmp_path)))
+    assert {path for path, *_ in walked} == {"./src/m.py"}
+    named = parsed(flake8("--select", "ASC", "gen/m.py", cwd=str(tmp_path)))  # named: linted, as by check
+    assert {path for path, *_ in named} == {"gen/m.py"}
+    (tmp_path / "pyproject.toml").write_text(EXCLUDES[key] + "force-exclude = true\n")
+    assert parsed(flake8("--select", "ASC", "gen/m.py", cwd=str(tmp_path))) == []

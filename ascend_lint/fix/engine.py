@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..engine.linter import parse
+from ..engine.linter import gc_paused, parse
 from ..fileio import split_lines
 from ..rule import Edit, Finding
 from .layout import realign
@@ -25,6 +26,8 @@ from .imports import ImportFacts, import_facts, import_place, import_statement, 
 from .policy import codes
 
 CHUNK_GAP = 40  # touched top-level statements at most this many lines apart are parsed together
+CHUNK_LINES = 400  # ... into a chunk of at most this many lines (unless one statement is longer)
+LIVE_CHUNKS = 4  # parsed chunks a pass keeps (others are parsed again if needed): memory stays bounded
 _BLOCK = 32  # columns per bucket of the op index
 Range = Tuple[Tuple[int, int], Tuple[int, int]]
 PASSES = [0]  # passes over a file so far (tests count them)
@@ -125,6 +128,7 @@ class _Chunk:
     resolver: Any = None
     error: str = ""
     ops: List[Any] = field(default_factory=list)
+    index: "OpIndex" = field(default_factory=OpIndex)  # its accepted ops (chunks are disjoint: no clash across)
 
 
 def _units(tree: ast.Module) -> List[List[int]]:
@@ -159,7 +163,9 @@ class FilePass:
     """One file's text, tree and the libcst chunks a round's fixes touch; `apply` makes the round's pass.
 
     The chunks are laid out for all of `findings` at once (touched statements close together share one
-    parse), so resolving fixes one at a time (json edits) parses each chunk once too.
+    parse, up to CHUNK_LINES), so resolving fixes one at a time (json edits) parses each chunk once too.
+    Memory is bounded by the chunks, not the file: a chunk is rendered once the last fix touching it is
+    resolved, and at most LIVE_CHUNKS parsed chunks without pending ops are kept.
     """
 
     def __init__(self, text: str, tree: ast.Module, findings: Sequence[Finding]) -> None:
@@ -176,6 +182,7 @@ class FilePass:
         self.bounds: List[List[int]] = []
         self._lay_out(findings)
         self.chunks: Dict[int, _Chunk] = {}
+        self._live: "OrderedDict[int, None]" = OrderedDict()  # chunks holding a parse, oldest first
 
     @property
     def facts(self) -> ImportFacts:
@@ -194,6 +201,7 @@ class FilePass:
         units, bounds = self.units, self.bounds
         for i in touched:
             if (bounds and units[i][2] and bounds[-1][2] and units[i][0] - bounds[-1][1] <= CHUNK_GAP
+                    and units[i][1] - bounds[-1][0] < CHUNK_LINES
                     and not bounds[-1][1] <= self.after < units[i][0]):
                 bounds[-1][1] = units[i][1]
             else:
@@ -203,16 +211,31 @@ class FilePass:
     def chunk_for(self, span: Any) -> _Chunk:
         from .resolve import chunk_resolver
 
-        i = self.group.get(self.unit_of(span), -1)
+        i = self.chunk_of(span)
         if i < 0:
             raise LookupError("its target is not inside one statement")
-        if i not in self.chunks:
+        chunk = self.chunks.get(i)
+        if chunk is None:
             chunk = self.chunks[i] = _Chunk(self.bounds[i][0], self.bounds[i][1])
+        if chunk.resolver is None and not chunk.error:  # (new, or dropped: chunk_resolver may still hold it)
             chunk.resolver, chunk.error = chunk_resolver("".join(self.lines[chunk.first - 1:chunk.last]), chunk.first)
-        chunk = self.chunks[i]
+        self._live[i] = None
+        self._live.move_to_end(i)
         if chunk.resolver is None:
             raise LookupError(chunk.error)
         return chunk
+
+    def chunk_of(self, span: Any) -> int:
+        return self.group.get(self.unit_of(span), -1)
+
+    def _drop_idle(self) -> None:
+        """Forget the parses of the oldest chunks beyond LIVE_CHUNKS that hold no pending op."""
+        for i in list(self._live)[:-LIVE_CHUNKS or None]:
+            chunk = self.chunks[i]
+            if not chunk.ops:
+                chunk.resolver = None
+                chunk.index = OpIndex()
+                del self._live[i]
 
     # ---------------------------------------------------------------- one fix
     def plan(self, finding: Finding, after: Optional[int] = None) -> Tuple[List[str], Dict[str, str], str]:
@@ -229,6 +252,8 @@ class FilePass:
 
     def resolve(self, finding: Finding, after: Optional[int] = None) -> Tuple[List[str], List[Tuple[_Chunk, Any]], str]:
         """(modules to import, [(chunk, op)], problem): `finding`'s fix resolved on this file."""
+        if len(self._live) > LIVE_CHUNKS:
+            self._drop_idle()  # (before: the ops returned last time are the caller's until now)
         needed, renames, problem = self.plan(finding, after)
         if problem:
             return [], [], problem
@@ -256,47 +281,40 @@ class FilePass:
                             "file left as it was") from None
 
     def _apply(self, findings: Sequence[Finding]) -> Attempt:
-        index = OpIndex()
         applied: List[Finding] = []
         failed: List[Tuple[Finding, str]] = []
         imports: Dict[str, bool] = {}  # module to import -> some fix's code names it
-        for finding in findings:
+        new_chunks: Dict[int, str] = {}
+        self._kept_reads = True  # every edit kept the names it read (see _in_place)
+        self._rewritten: Optional[List[Tuple[int, int]]] = []  # chunks whose line count stayed: spliced in place
+        finished = self._last_users(findings)
+        for number, finding in enumerate(findings):
             needed, ops, problem = self.resolve(finding)
             if problem:
                 failed.append((finding, problem))
-                continue
-            if any(index.clashes(op) for _, op in ops):
-                continue  # overlaps an earlier fix: left for the next round
-            for chunk, op in ops:
-                if not op.noop:
-                    index.add(op)
-                    chunk.ops.append(op)
-            applied.append(finding)
-            texts = [e.text for e in finding.fix.edits]  # type: ignore[union-attr]
-            for module in needed:
-                imports[module] = imports.get(module, False) or names_module(texts, module)
+            elif not any(chunk.index.clashes(op) for chunk, op in ops):  # (else: left for the next round)
+                for chunk, op in ops:
+                    if not op.noop:
+                        chunk.index.add(op)
+                        chunk.ops.append(op)
+                applied.append(finding)
+                texts = [e.text for e in finding.fix.edits]  # type: ignore[union-attr]
+                for module in needed:
+                    imports[module] = imports.get(module, False) or names_module(texts, module)
+            for i in finished.get(number, ()):  # no later fix touches these chunks: render them now
+                self._render_done(i, new_chunks)
+        for i in list(self.chunks):
+            self._render_done(i, new_chunks)
         if not applied:
             return Attempt(self.text, [], failed)
-        new_chunks: Dict[int, str] = {}
-        reads_kept = True
-        rewritten: Optional[List[Tuple[int, int]]] = []
-        for chunk in self.chunks.values():
-            if chunk.ops:
-                rendered = self._in_place(chunk)
-                reads_kept = reads_kept and rendered is not None and rendered[1]
-                new_chunks[chunk.first] = rendered[0] if rendered is not None else self._render(chunk)
-                if rewritten is not None and rendered is None and \
-                        len(split_lines(new_chunks[chunk.first])) != chunk.last - chunk.first + 1:
-                    rewritten = None
-                elif rewritten is not None:
-                    rewritten.append((chunk.first, chunk.last))
         statements = [import_statement(m, [m] if named else []) for m, named in sorted(imports.items())]
         if statements:
             statements = [""] * self.blanks_before + statements + [""] * self.blanks_after
-            rewritten = None
+            self._rewritten = None
         text = _assemble(self.lines, {c.first: c.last for c in self.chunks.values()}, new_chunks, self.after,
                          statements)
-        return Attempt(text, applied, failed, reads_kept, sorted(rewritten) if rewritten is not None else None)
+        rewritten = self._rewritten
+        return Attempt(text, applied, failed, self._kept_reads, sorted(rewritten) if rewritten is not None else None)
 
     def _in_place(self, chunk: _Chunk) -> Optional[Tuple[str, bool]]:
         """(the chunk's code, every edit kept the names it read) with its ops rendered where they stand: the
@@ -325,6 +343,35 @@ class FilePass:
         for index, start, end, code in sorted(changes, reverse=True):
             lines[index] = lines[index][:start] + code + lines[index][end:]
         return "".join(lines), kept
+
+    def _last_users(self, findings: Sequence[Finding]) -> Dict[int, List[int]]:
+        """finding number -> the chunks no later finding has an edit in."""
+        last: Dict[int, int] = {}
+        for number, finding in enumerate(findings):
+            for edit in finding.fix.edits:  # type: ignore[union-attr]
+                last[self.chunk_of(edit.span)] = number
+        finished: Dict[int, List[int]] = {}
+        for i, number in last.items():
+            finished.setdefault(number, []).append(i)
+        return finished
+
+    def _render_done(self, i: int, into: Dict[int, str]) -> None:
+        """Render chunk `i`'s ops (if it has any) into `into`, then let its parse go."""
+        chunk = self.chunks.get(i)
+        if chunk is None or not chunk.ops:
+            return
+        rendered = self._in_place(chunk)
+        self._kept_reads = self._kept_reads and rendered is not None and rendered[1]
+        into[chunk.first] = rendered[0] if rendered is not None else self._render(chunk)
+        if self._rewritten is not None:
+            if rendered is None and len(split_lines(into[chunk.first])) != chunk.last - chunk.first + 1:
+                self._rewritten = None
+            else:
+                self._rewritten.append((chunk.first, chunk.last))
+        chunk.ops = []
+        chunk.resolver = None
+        chunk.index = OpIndex()
+        self._live.pop(i, None)
 
     def _render(self, chunk: _Chunk) -> str:
         """The chunk's code with its ops applied (one transformer pass)."""
@@ -356,7 +403,8 @@ def apply_once(text: str, findings: Sequence[Finding], tree: Optional[ast.Module
             return Attempt(text, text_applied, [])
     if tree is None:
         tree = parse(text, "<fix>")
-    attempt = FilePass(text, tree, findings).apply(findings)
+    with gc_paused():  # libcst's trees and metadata are many objects and no cyclic garbage: no GC passes
+        attempt = FilePass(text, tree, findings).apply(findings)
     attempt.applied[:0] = text_applied
     if text_applied:
         attempt.rewritten = None

@@ -36,6 +36,7 @@ class FileEdits:
         self._holders: Optional[List[Optional[ast.stmt]]] = None
         self._spans: Dict[int, Dict[tuple, Tuple[ast.AST, ast.AST]]] = {}  # statement -> span -> (node, parent)
         self.whole_file = 0  # fixes that took the whole-file path (tests and benches read it)
+        self._file_reads: Optional[Counter] = None  # name -> how often the file reads it
 
     def edits(self, finding: Finding) -> Optional[List[TextEdit]]:
         """What `fix_edits` gives for `finding`, found locally when it can be."""
@@ -61,14 +62,72 @@ class FileEdits:
         if problem:  # the same on its own, unless libcst failed on its chunk (which may hold other statements)
             return _WHOLE_FILE if "libcst could not parse" in problem else None
         changes = self._changes([op for _, op in ops if not op.noop], ops[0][0].resolver.module)
-        if changes is _WHOLE_FILE:
-            return changes
         insert = ""
         if needed:
             if after > 0 and not self.lines[after - 1].endswith(("\n", "\r")):
                 return _WHOLE_FILE
             insert = self._import_lines(finding, needed, blanks)
+        if changes is _WHOLE_FILE:
+            return self._unit_edits(finding, after, insert)
         return self._text_edits(changes, after, insert)
+
+    # ---------------------------------------------------------------- the statement path
+    def _unit_edits(self, finding: Finding, after: int, insert: str) -> Any:
+        """A fix inside one top-level statement, rendered as the whole-file path renders it (the statement
+        parsed on its own, engine.FilePass._render, the blank line after a removed statement as
+        engine._assemble drops it) on a window of the statement and the lines around it: the work of the
+        statement, not of the file. _WHOLE_FILE when it could differ from the whole-file path: next to the
+        inserted imports, imports in the statement, or a name it stops reading that is read nowhere else in
+        the file (its import would be cleaned)."""
+        from .engine import _Chunk, _assemble
+        from .resolve import chunk_resolver
+
+        fp = self._file_pass()
+        units = {fp.unit_of(e.span) for e in finding.fix.edits}  # type: ignore[union-attr]
+        if len(units) != 1 or -1 in units:
+            return _WHOLE_FILE
+        first, last = fp.units[units.pop()][:2]
+        start, end = max(first - 1, 1), min(last + 1, len(self.lines))  # the window, 1-based, inclusive
+        if insert and start - 1 <= after + 1 and after <= end + 1:
+            return _WHOLE_FILE
+        needed, renames, problem = fp.plan(finding, after)
+        if problem:
+            return None
+        resolver, error = chunk_resolver("".join(self.lines[first - 1:last]), first)
+        if resolver is None:
+            return None
+        ops = [resolver.resolve(edit, renames) for edit in finding.fix.edits]  # type: ignore[union-attr]
+        live = [op for op in ops if not op.noop]
+        if not live:
+            return None if not needed else _WHOLE_FILE
+        code = fp._render(_Chunk(first, last, resolver=resolver, ops=live))
+        window = self.lines[start - 1:end]
+        new = split_lines(_assemble(window, {first - start + 1: last - start + 1}, {first - start + 1: code}, -1, []),
+                          keepends=True)
+        if not _parses(split_lines(code, keepends=True)) or not self._reads_elsewhere(first, last, code):
+            return _WHOLE_FILE
+        edits = [TextEdit(e.line + start - 1, e.col, e.end_line + start - 1, e.end_col, e.content)
+                 for e in diff_edits("".join(window), "".join(new))]
+        if insert:
+            edits.append(TextEdit(after + 1, 1, after + 1, 1, insert))
+        return sorted(edits, key=lambda e: (e.line, e.col))
+
+    def _reads_elsewhere(self, first: int, last: int, code: str) -> bool:
+        """Does every name that lines `first`..`last` read and `code` (their replacement) reads less often
+        stay read elsewhere in the file, with no import among those lines (whose use could end)?"""
+        old = "".join(self.lines[first - 1:last])
+        before, after = _unit_loads(old), _unit_loads(code)
+        if before is None or after is None:
+            return False
+        dropped = before[0] - after[0]
+        if not dropped:
+            return True
+        if before[1]:
+            return False
+        if self._file_reads is None:
+            self._file_reads = Counter(n.id for n in ast.walk(self.tree)
+                                       if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store))
+        return all(self._file_reads[name] > count for name, count in dropped.items())
 
     def _file_pass(self) -> Any:
         if self._pass is None:
@@ -250,6 +309,24 @@ def _loads(code: str) -> Optional[Counter]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store))
+
+
+def _unit_loads(code: str) -> Optional[Tuple[Counter, bool]]:
+    """(the names `code` reads, does it hold an import?) for top-level statements; None if it does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    reads: Counter = Counter()
+    imports = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            reads[node.id] += 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports = True
+    return reads, imports
 
 
 def _reads_kept(old: str, new: str) -> bool:
