@@ -150,8 +150,8 @@ def test_every_default_rule_measured_on_held_out_code_meets_the_bar():
 
     for rule in load_registry().sorted_rules():
         figures = measured(rule)
-        if rule.preview or figures is None:
-            continue
+        if rule.preview or figures is None or figures["judged"] < precision.MIN_TIER_LINES:
+            continue  # (too few held-out lines to decide a tier: the rule keeps its status)
         shares = figures["shares"]
         assert shares["TRUE"] >= precision.BAR_TRUE, rule.code
         assert shares["TRUE"] + (shares.get("DEBATABLE") or 0.0) >= precision.BAR_KEEP, rule.code

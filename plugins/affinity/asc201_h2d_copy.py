@@ -21,7 +21,6 @@ JIT_DECORATORS = frozenset({"mindspore.jit", "mindspore.ms_function", "mindspore
 class HostToDeviceCopyInForward(BufferFix, HotValues, Rule):
     code = "ASC201"
     name = "host-to-device-copy-in-forward"
-    preview = True  # demoted by the held-out precision measurement (docs/precision.md)
     message = "`{ctor}(...)` in {method} is copied from host to device on every call{mode}: {remedy}"
     fix_applicability = Applicability.UNSAFE
     triggers = ("tensor(", "Tensor(", "from_numpy", ".npu(", ".cuda(", ".to(", "set_context")

@@ -18,7 +18,6 @@ CATS = ("torch.cat", "torch.concat", "torch.concatenate")
 class HandwrittenRotaryEmbedding(FusionRule):
     code = "ASC702"
     name = "handwritten-rotary-embedding"
-    preview = True  # held-out 2026-11-28: 1 of 3 lines TRUE (docs/precision.md), below the default set's bar
     message = ("hand-written rotary embedding runs as separate {ops}/mul/add kernels on Ascend: "
                "use `torch_npu.npu_rotary_mul({x}, {cos}, {sin}{mode})`{note}")
     fused_ops = frozenset({"npu_rotary_mul", "npu_apply_rotary_pos_emb", "npu_rotary_position_embedding"})
