@@ -73,6 +73,7 @@ class ExecutionWalks:
         self._edge_memo: Dict[str, List[Edge]] = {}
         self._target_memo: Dict[tuple, Optional[Tuple[str, Optional[str]]]] = {}
         self._offline: Dict[str, Optional[str]] = {}
+        self._text_named: Optional[Set[str]] = None  # (`_named_anywhere`'s text-fact part: a refresh keeps it)
         self.entry_roots = []
         candidates = [mid for mid in sorted(self.r.by_id) if self._script_like(mid)]
         if not candidates:
@@ -410,6 +411,15 @@ class ExecutionWalks:
 
     def _named_anywhere(self) -> Set[str]:
         """The last names of everything the project calls, passes, imports, patches in or names in a string."""
+        if self._text_named is None:
+            self._text_named = self._named_in_text_facts()
+        named = set(self._text_named)
+        for rel in self.r.by_id.values():
+            for loop in self.r.files[rel].steps:  # (tree facts: a refresh changes them)
+                named.update(text.rpartition(".")[2] for text in loop.calls)
+        return named
+
+    def _named_in_text_facts(self) -> Set[str]:
         named: Set[str] = set()
         for rel in self.r.by_id.values():
             summary: Summary = self.r.files[rel]
@@ -420,8 +430,6 @@ class ExecutionWalks:
             named.update(imp.name or "" for imp in summary.imports)
             named.update(p.value.rpartition(".")[2] for p in summary.patches)
             named.update(text.rpartition(".")[2] for text in summary.dotted_strings)
-            for loop in summary.steps:
-                named.update(text.rpartition(".")[2] for text in loop.calls)
         return named
 
 

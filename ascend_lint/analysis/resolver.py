@@ -53,6 +53,7 @@ class Resolver:
         self._bindings: Dict[str, Dict[str, Tuple[str, bool]]] = {}
         self._pairs: Dict[Tuple[str, bool], Tuple[str, bool]] = {}  # one copy of each binding's target
         self._splits: Dict[str, Optional[Tuple[str, str]]] = {}
+        self._bases: Dict[Tuple[str, int], Optional[str]] = {}  # (importer, level) -> relative_base
         self._found: Dict[Tuple[str, bool], Dict[str, Optional[str]]] = {}  # (directory, package?) -> name -> id
         # importer -> (its relpath, its directory, what imports from there find)
         self._homes: Dict[Optional[str], Tuple[str, str, Dict[str, Optional[str]]]] = {}
@@ -146,8 +147,14 @@ class Resolver:
         return not home or directory.startswith(home + "/")
 
     def relative_base(self, importer: str, level: int) -> Optional[str]:
-        """The package a relative import of `level` dots in module `importer` starts from (not memoised: each
-        module's imports are read once per build)."""
+        """The package a relative import of `level` dots in module `importer` starts from (memoised: a module
+        has one per level, and a build reads every name its imports bind)."""
+        key = (importer, level)
+        if key not in self._bases:
+            self._bases[key] = self._relative_base(importer, level)
+        return self._bases[key]
+
+    def _relative_base(self, importer: str, level: int) -> Optional[str]:
         rel = self.by_id.get(importer)
         if rel is None:
             return None

@@ -520,9 +520,24 @@ def _annotation(signature: str, param: str) -> Optional[str]:
     return None
 
 
-_DOTTED_STRING_RE = re.compile(r"[\"']([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)[\"']")
+# One pattern per opening quote: each starts with a literal, which `re` finds ~3x faster than a `["']` class.
+_DOTTED_STRING_RES = tuple(re.compile(quote + r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)[\"']") for quote in ("\"", "'"))
 
 
 def _dotted_strings(masked: str, intern: Callable[[str], str]) -> Tuple[str, ...]:
-    """Dotted names written as strings (`"pkg.mod.func"`: patch tables, registries, `importlib` paths)."""
-    return tuple(sorted({intern(name) for name in _DOTTED_STRING_RE.findall(masked)}))[:MAX_CALLS]
+    """Dotted names written as strings (`"pkg.mod.func"`: patch tables, registries, `importlib` paths): the
+    leftmost non-overlapping matches of `["'](name(.name)+)["']`, found as the earlier of the next match of
+    each quote's pattern."""
+    names = set()
+    double, single = (pattern.search for pattern in _DOTTED_STRING_RES)
+    next_double, next_single = double(masked), single(masked)
+    while next_double is not None or next_single is not None:
+        found = next_double if next_single is None or (
+            next_double is not None and next_double.start() < next_single.start()) else next_single
+        names.add(intern(found.group(1)))
+        end = found.end()
+        if next_double is not None and next_double.start() < end:
+            next_double = double(masked, end)
+        if next_single is not None and next_single.start() < end:
+            next_single = single(masked, end)
+    return tuple(sorted(names))[:MAX_CALLS]
