@@ -19,6 +19,7 @@ from .docs import fix_label, measured, precision_label, preview_note, rule_text,
 from .engine.linter import NPU_RULES_SKIPPED_FOR_CUDA, FileResult, Linter, parse, sorted_findings
 from .engine.noqa import add_noqa_to_lines
 from .fileio import SourceError, read_source, split_lines, write_source
+from .fix.policy import apply_fix_settings, fixed_message, held_back
 from .pipeline.discovery import Target
 from .pipeline.progress import Progress
 from .pipeline.run import FixRequest, Found, Request, find_files, lint_run, lint_stdin
@@ -470,8 +471,6 @@ def check_stdin(args: argparse.Namespace, paths: Sequence[str], workspace: Works
     if args.diff:
         return EXIT_FINDINGS if fixed else EXIT_OK
     if args.fix_only:
-        from .fix.policy import held_back
-
         return report_fix_only(args, fixed, sys.stderr, held_back(result.findings, settings))  # stdout: source
     if args.exit_zero:
         return EXIT_OK
@@ -542,8 +541,6 @@ def _apply_own_fix_settings(results: Sequence[FileResult], settings: Settings,
     for result in results:
         own = linter_for(result.path).settings if linter_for and result.findings else settings
         if own.extend_safe_fixes or own.extend_unsafe_fixes:
-            from .fix.policy import apply_fix_settings  # (cheap: libcst is imported only to apply a fix)
-
             apply_fix_settings(result.findings, own)
 
 
@@ -627,8 +624,6 @@ def stdin_paths(args: argparse.Namespace) -> Optional[List[str]]:
 def report_fix_only(args: argparse.Namespace, fixed: int, out: TextIO, held_back: int = 0) -> int:
     """`--fix-only`: say how many findings were fixed (and how many unsafe fixes were held back), never
     what is left."""
-    from .fix.policy import fixed_message
-
     message = fixed_message(fixed, held_back)
     if message and not args.quiet:
         out.write(message + "\n")
