@@ -22,6 +22,7 @@ import sys
 from typing import Any, Callable, Iterable, Optional, Set, Tuple
 
 from ..fileio import _umask, write_atomic
+from ..sanitize import sanitize
 
 MAX_DEPTH = 32  # the deepest any cache file nests is 10 (a result entry's fix edit span)
 SHARD_BYTES = 64 * 1024 * 1024  # the largest shard of ModelZoo-PyTorch/built-in (23,052 files) is 0.5 MB
@@ -119,8 +120,6 @@ def warn_untrusted(directory: str, problem: str) -> None:
     if directory in _warned:
         return
     _warned.add(directory)
-    from ..sanitize import sanitize
-
     print(f"warning: the cache directory is not used (the run goes on without it): {sanitize(problem)}; "
           "remove it, or choose another with --cache-dir or the cache-dir setting", file=sys.stderr)
 
